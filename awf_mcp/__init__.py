@@ -1,0 +1,58 @@
+"""awf-mcp: a plugin-driven MCP tool server for AI coding agents.
+
+The public plugin API lives here:
+
+* :data:`hookimpl` — mark a plugin's hook implementations;
+* :func:`tool` — turn a typed function into a tool (schema from type hints);
+* :class:`ToolProvider` — the protocol for dynamic tool sets, with
+  :class:`ToolDefinition`, :class:`ToolResult`, :class:`ToolContent`,
+  :class:`ToolAnnotations`;
+* :class:`PluginContext` — what the ``awf_mcp_register_tools`` hook receives;
+* :class:`ToolError` — raise it for an error the model should read verbatim;
+* :func:`current_call` — progress reporting and the cancellation flag.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from awf_mcp.hookspecs import hookimpl
+from awf_mcp.ports import (
+    CallContext,
+    PluginContext,
+    ToolAnnotations,
+    ToolContent,
+    ToolDefinition,
+    ToolError,
+    ToolProvider,
+    ToolResult,
+    current_call,
+)
+
+if TYPE_CHECKING:
+    from awf_mcp.authoring import tool
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CallContext",
+    "PluginContext",
+    "ToolAnnotations",
+    "ToolContent",
+    "ToolDefinition",
+    "ToolError",
+    "ToolProvider",
+    "ToolResult",
+    "__version__",
+    "current_call",
+    "hookimpl",
+    "tool",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "tool":
+        from awf_mcp.authoring import tool
+
+        return tool
+    raise AttributeError(f"module 'awf_mcp' has no attribute {name!r}")

@@ -1,0 +1,340 @@
+"""The ``awf-mcp`` command line (Typer).
+
+Commands: ``serve``, ``tools list``, ``tools call``, ``plugins list``, and
+``--version``. This module parses arguments, prints (rich tables for people,
+stable JSON for scripts) and maps :class:`~awf_mcp.errors.AwfError` to exit
+codes (see :mod:`awf_mcp.errors`); the work is done by :mod:`awf_mcp.app`.
+
+``serve`` never imports ``rich``: start-up time is paid by every agent session.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+
+from awf_mcp import __version__
+from awf_mcp.errors import AwfError, UserError
+
+app = typer.Typer(
+    name="awf-mcp",
+    help="A plugin-driven MCP tool server for AI coding agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+tools_app = typer.Typer(help="Inspect and run the tools an agent will get.", no_args_is_help=True)
+plugins_app = typer.Typer(help="Inspect installed plugins.", no_args_is_help=True)
+app.add_typer(tools_app, name="tools")
+app.add_typer(plugins_app, name="plugins")
+
+RootOpt = Annotated[
+    list[str] | None,
+    typer.Option("--root", help="Directory the built-in tools are confined to (repeatable; default: cwd)."),
+]
+NoBuiltinsOpt = Annotated[bool, typer.Option("--no-builtins", help="Serve plugin tools only.")]
+OnlyOpt = Annotated[
+    list[str] | None, typer.Option("--only", help="Serve only tools matching NAME or GLOB (repeatable).")
+]
+ExcludeOpt = Annotated[
+    list[str] | None, typer.Option("--exclude", help="Do not serve tools matching NAME or GLOB (repeatable).")
+]
+ConfigOpt = Annotated[
+    str | None, typer.Option("--config", help="Config file: AWF proxy JSON or TOML (default: ./awf-mcp.toml).")
+]
+StrictOpt = Annotated[bool, typer.Option("--strict", help="Make any plugin failure fatal.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print stable JSON for scripts.")]
+
+T = TypeVar("T")
+
+
+def _fail(exc: AwfError) -> NoReturn:
+    print(f"awf-mcp: error: {exc}", file=sys.stderr)
+    raise typer.Exit(exc.exit_code)
+
+
+def _configure_logging(level: str) -> None:
+    numeric = logging.getLevelName(level.upper())
+    if not isinstance(numeric, int):
+        _fail(UserError(f"unknown log level '{level}'; use DEBUG, INFO, WARNING or ERROR"))
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("awf-mcp: %(levelname)s: %(message)s"))
+    root = logging.getLogger("awf_mcp")
+    root.handlers[:] = [handler]
+    root.setLevel(numeric)
+    root.propagate = False
+
+
+def _settings(**options: Any) -> Any:
+    from awf_mcp import config
+
+    return config.load(
+        config=options.get("config"),
+        roots=options.get("root") or (),
+        no_builtins=options.get("no_builtins", False),
+        only=options.get("only") or (),
+        exclude=options.get("exclude") or (),
+        strict=options.get("strict", False),
+        debug=options.get("debug", False),
+        log_level=options.get("log_level"),
+        call_timeout_seconds=options.get("call_timeout"),
+    )
+
+
+def _guarded(action: Callable[[], T]) -> T:
+    try:
+        return action()
+    except AwfError as exc:
+        _fail(exc)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        print(f"awf-mcp {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def root_callback(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """A plugin-driven MCP tool server for AI coding agents."""
+
+
+@app.command()
+def serve(
+    root: RootOpt = None,
+    no_builtins: NoBuiltinsOpt = False,
+    only: OnlyOpt = None,
+    exclude: ExcludeOpt = None,
+    config: ConfigOpt = None,
+    strict: StrictOpt = False,
+    log_level: Annotated[
+        str, typer.Option("--log-level", help="stderr log level: DEBUG, INFO, WARNING, ERROR.")
+    ] = "WARNING",
+    debug: Annotated[bool, typer.Option("--debug", help="Log tracebacks of failing tools to stderr.")] = False,
+    call_timeout: Annotated[
+        float | None, typer.Option("--call-timeout", help="Per-call time limit in seconds (default 620).")
+    ] = None,
+) -> None:
+    """Serve MCP over stdin/stdout: the command an agent's MCP configuration runs."""
+    import anyio
+
+    from awf_mcp import app as runtime
+
+    _configure_logging("DEBUG" if debug else log_level)
+    settings = _guarded(
+        lambda: _settings(
+            root=root,
+            no_builtins=no_builtins,
+            only=only,
+            exclude=exclude,
+            config=config,
+            strict=strict,
+            debug=debug,
+            log_level=log_level,
+            call_timeout=call_timeout,
+        )
+    )
+    _guarded(lambda: anyio.run(runtime.serve_stdio, settings, __version__))
+    _exit_now_if_threads_linger(0)
+
+
+def _exit_now_if_threads_linger(code: int) -> None:
+    """Exit at once when an abandoned worker thread (a hung tool) would hold the process open."""
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _start(**options: Any) -> Any:
+    import anyio
+
+    from awf_mcp import app as runtime
+
+    _configure_logging("WARNING")
+    settings = _settings(**options)
+    return anyio.run(runtime.start, settings)
+
+
+def _close(rt: Any) -> None:
+    import anyio
+
+    from awf_mcp import app as runtime
+
+    anyio.run(runtime.close, rt)
+
+
+@tools_app.command("list")
+def tools_list(
+    json_output: JsonOpt = False,
+    schema: Annotated[bool, typer.Option("--schema", help="Include each tool's input schema.")] = False,
+    root: RootOpt = None,
+    no_builtins: NoBuiltinsOpt = False,
+    only: OnlyOpt = None,
+    exclude: ExcludeOpt = None,
+    config: ConfigOpt = None,
+    strict: StrictOpt = False,
+) -> None:
+    """List the tools an agent will get, in tools/list order."""
+    from awf_mcp.registry import long_names
+
+    rt = _guarded(
+        lambda: _start(root=root, no_builtins=no_builtins, only=only, exclude=exclude, config=config, strict=strict)
+    )
+    try:
+        definitions = rt.registry.definitions()
+        too_long = long_names(definitions)
+        warnings = [
+            f"tool '{name}' exceeds 64 characters as mcp__awf__{name}; some clients will refuse it: "
+            "rename it in awf-mcp.toml"
+            for name in too_long
+        ]
+        if json_output:
+            rows = []
+            for d in definitions:
+                row: dict[str, Any] = {"name": d.name, "source": d.source, "description": d.description}
+                if d.annotations is not None:
+                    row["annotations"] = {
+                        k: v
+                        for k, v in {
+                            "readOnlyHint": d.annotations.read_only,
+                            "destructiveHint": d.annotations.destructive,
+                            "idempotentHint": d.annotations.idempotent,
+                            "openWorldHint": d.annotations.open_world,
+                        }.items()
+                        if v is not None
+                    }
+                if schema:
+                    row["input_schema"] = d.input_schema
+                rows.append(row)
+            print(json.dumps({"tools": rows, "warnings": warnings}, indent=2, sort_keys=True))
+        else:
+            from rich.console import Console
+            from rich.table import Table
+
+            table = Table(title=f"{len(definitions)} tools", title_justify="left")
+            table.add_column("name", style="bold")
+            table.add_column("source")
+            table.add_column("description")
+            for d in definitions:
+                summary = d.description.strip().splitlines()[0] if d.description.strip() else ""
+                table.add_row(d.name, d.source, summary)
+                if schema:
+                    table.add_row("", "", json.dumps(d.input_schema, indent=2))
+            Console().print(table)
+            for warning in warnings:
+                print(f"awf-mcp: warning: {warning}", file=sys.stderr)
+    finally:
+        _close(rt)
+
+
+@tools_app.command("call")
+def tools_call(
+    name: Annotated[str, typer.Argument(help="Tool name, as in `awf-mcp tools list`.")],
+    arguments: Annotated[str, typer.Argument(help="Arguments as a JSON object.")] = "{}",
+    json_output: JsonOpt = False,
+    root: RootOpt = None,
+    no_builtins: NoBuiltinsOpt = False,
+    config: ConfigOpt = None,
+    strict: StrictOpt = False,
+    call_timeout: Annotated[float | None, typer.Option("--call-timeout", help="Time limit in seconds.")] = None,
+) -> None:
+    """Run one tool through the same registry and call path as the server, and print the result."""
+    import anyio
+
+    try:
+        parsed = json.loads(arguments)
+    except json.JSONDecodeError as exc:
+        _fail(UserError(f"arguments are not valid JSON ({exc.msg} at column {exc.colno}): {arguments}"))
+    rt = _guarded(
+        lambda: _start(root=root, no_builtins=no_builtins, config=config, strict=strict, call_timeout=call_timeout)
+    )
+    try:
+        result = _guarded(lambda: anyio.run(rt.invoker.call, name, parsed))
+    finally:
+        _close(rt)
+    if json_output:
+        payload: dict[str, Any] = {
+            "is_error": result.is_error,
+            "content": [
+                {"type": c.type, "text": c.text}
+                if c.type == "text"
+                else {"type": c.type, "mime_type": c.mime_type, "data": c.data}
+                for c in result.content
+            ],
+        }
+        if result.structured_content is not None:
+            payload["structured_content"] = result.structured_content
+        print(json.dumps(payload, indent=2, sort_keys=True))
+    else:
+        from rich.console import Console
+
+        console = Console()
+        for item in result.content:
+            if item.type == "text":
+                console.print(item.text, markup=False, highlight=False, style="red" if result.is_error else None)
+            else:
+                console.print(f"[{item.type} {item.mime_type}, {len(item.data) * 3 // 4} bytes]", markup=False)
+    if result.is_error:
+        raise typer.Exit(3)
+
+
+@plugins_app.command("list")
+def plugins_list(json_output: JsonOpt = False, config: ConfigOpt = None) -> None:
+    """Show every plugin found: distribution, version, location, tools and status."""
+    failures: list[Any] = []
+    import anyio
+
+    from awf_mcp import app as runtime
+
+    settings = _guarded(lambda: _settings(config=config))
+    from awf_mcp.plugins import load
+
+    loaded = _guarded(lambda: load(settings, on_failure=failures.append))
+    rows = [
+        {
+            "name": r.name,
+            "distribution": r.distribution,
+            "version": r.version,
+            "location": r.location,
+            "status": r.status,
+            "tools": r.tool_names,
+        }
+        for r in loaded.records
+    ]
+    anyio.run(runtime._close_all, [e.provider for r in loaded.records for e in r.providers])
+    if json_output:
+        print(json.dumps({"plugins": rows}, indent=2, sort_keys=True))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{len(rows)} plugins", title_justify="left")
+    for column in ("name", "distribution", "version", "status", "tools", "location"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(
+            row["name"],
+            row["distribution"],
+            row["version"],
+            row["status"],
+            ", ".join(row["tools"]),
+            row["location"],
+        )
+    Console().print(table)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

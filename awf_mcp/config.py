@@ -1,0 +1,240 @@
+"""Configuration: CLI flags and an optional config file, merged into one :class:`Settings`.
+
+Two file formats carry the same keys:
+
+* the AWF proxy JSON of ``awf mcp-serve --config FILE`` (``intercept_builtins``,
+  ``plugin_tools: [{"plugin": NAME, "expose": [OPERATION, ...]}]``, ``root_dir``),
+  accepted exactly as the Go version accepted it;
+* TOML (``awf-mcp.toml`` in the working directory, or ``--config x.toml``), which
+  adds ``roots``, ``only``, ``exclude``, ``rename``, ``call_timeout_seconds``,
+  ``strict`` and per-plugin settings under ``[plugins.<name>]``.
+
+Validation failures raise :class:`~awf_mcp.errors.ConfigError` with one of the
+AWF codes (``USER.MCP_PROXY.UNKNOWN_KEY``, ``...EMPTY_PROXY``; the plugin- and
+name-dependent ``UNKNOWN_PLUGIN``, ``UNKNOWN_OPERATION`` and ``NAME_COLLISION``
+are raised by the registry once plugins are loaded). Flags win over the file.
+Relative paths in a file are relative to the file's directory.
+
+Plugin settings also come from the environment: ``AWF_MCP_PLUGIN_<NAME>_<KEY>``
+(upper case, ``-`` as ``_``) sets key ``<key>`` of plugin ``<name>`` and wins
+over the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from awf_mcp.errors import ConfigError
+
+DEFAULT_CONFIG_NAME = "awf-mcp.toml"
+DEFAULT_CALL_TIMEOUT_SECONDS = 620.0
+"""Per-call time limit; just above Bash's own 600 s maximum so Bash reports its own timeout."""
+
+PROXY_CODE = "USER.MCP_PROXY"
+_PROXY_KEYS = {"intercept_builtins", "plugin_tools", "root_dir"}
+_EXTENDED_KEYS = {"roots", "only", "exclude", "rename", "call_timeout_seconds", "strict", "plugins"}
+_SELECTION_KEYS = {"plugin", "expose"}
+
+
+@dataclass(frozen=True, slots=True)
+class PluginToolSelection:
+    """One ``plugin_tools`` entry: expose these operations of this plugin."""
+
+    plugin: str
+    expose: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything start-up needs, after flags and file are merged."""
+
+    roots: tuple[str, ...] = ()
+    builtins: bool = True
+    only: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    renames: Mapping[str, str] = field(default_factory=dict)
+    plugin_tools: tuple[PluginToolSelection, ...] | None = None
+    plugin_settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    strict: bool = False
+    call_timeout_seconds: float = DEFAULT_CALL_TIMEOUT_SECONDS
+    debug: bool = False
+    log_level: str = "WARNING"
+    config_path: str | None = None
+
+    def settings_for(self, plugin: str) -> dict[str, Any]:
+        """Plugin ``plugin``'s settings: its config table, overridden by its environment variables."""
+        merged = dict(self.plugin_settings.get(plugin, {}))
+        prefix = f"AWF_MCP_PLUGIN_{plugin.upper().replace('-', '_')}_"
+        for key, value in os.environ.items():
+            if key.startswith(prefix) and len(key) > len(prefix):
+                merged[key[len(prefix) :].lower()] = value
+        return merged
+
+
+def _fail(message: str, code: str) -> ConfigError:
+    return ConfigError(message, code=f"{PROXY_CODE}.{code}")
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    if path.suffix == ".toml":
+        import tomllib
+
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"config file {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a JSON object, not {type(data).__name__}")
+    return data
+
+
+def _string_list(value: Any, key: str, path: Path) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{key} in {path} must be a list of strings")
+    return tuple(value)
+
+
+def _selections(value: Any, path: Path) -> tuple[PluginToolSelection, ...]:
+    if not isinstance(value, list):
+        raise ConfigError(f"plugin_tools in {path} must be a list of {{plugin, expose}} objects")
+    selections = []
+    for index, entry in enumerate(value):
+        if not isinstance(entry, dict):
+            raise ConfigError(f"plugin_tools[{index}] in {path} must be an object with plugin and expose")
+        unknown = sorted(set(entry) - _SELECTION_KEYS)
+        if unknown:
+            raise _fail(
+                f"unknown key {unknown[0]!r} in plugin_tools[{index}] of {path}; allowed: plugin, expose",
+                "UNKNOWN_KEY",
+            )
+        plugin = entry.get("plugin")
+        if not isinstance(plugin, str) or not plugin:
+            raise ConfigError(f"plugin_tools[{index}].plugin in {path} must be a non-empty string")
+        expose = _string_list(entry.get("expose", []), f"plugin_tools[{index}].expose", path)
+        selections.append(PluginToolSelection(plugin=plugin, expose=expose))
+    return tuple(selections)
+
+
+def parse_file(path: Path) -> dict[str, Any]:
+    """Read and validate a config file; returns :class:`Settings` fields it sets."""
+    data = _read_file(path)
+    unknown = sorted(set(data) - _PROXY_KEYS - _EXTENDED_KEYS)
+    if unknown:
+        allowed = ", ".join(sorted(_PROXY_KEYS | _EXTENDED_KEYS))
+        raise _fail(f"unknown key {unknown[0]!r} in {path}; allowed keys: {allowed}", "UNKNOWN_KEY")
+    base = path.resolve().parent
+    fields: dict[str, Any] = {"config_path": str(path)}
+
+    if "intercept_builtins" in data:
+        if not isinstance(data["intercept_builtins"], bool):
+            raise ConfigError(f"intercept_builtins in {path} must be true or false")
+        fields["builtins"] = data["intercept_builtins"]
+    if "plugin_tools" in data:
+        fields["plugin_tools"] = _selections(data["plugin_tools"], path)
+    roots: list[str] = []
+    if "root_dir" in data:
+        if not isinstance(data["root_dir"], str) or not data["root_dir"]:
+            raise ConfigError(f"root_dir in {path} must be a non-empty string")
+        roots.append(data["root_dir"])
+    if "roots" in data:
+        roots.extend(_string_list(data["roots"], "roots", path))
+    if roots:
+        fields["roots"] = tuple(str((base / os.path.expanduser(root)).resolve()) for root in roots)
+    for key in ("only", "exclude"):
+        if key in data:
+            fields[key] = _string_list(data[key], key, path)
+    if "rename" in data:
+        rename = data["rename"]
+        if not isinstance(rename, dict) or not all(isinstance(v, str) for v in rename.values()):
+            raise ConfigError(f"rename in {path} must map tool names to new names")
+        fields["renames"] = dict(rename)
+    if "plugins" in data:
+        plugins = data["plugins"]
+        if not isinstance(plugins, dict) or not all(isinstance(v, dict) for v in plugins.values()):
+            raise ConfigError(f"plugins in {path} must be a table of per-plugin tables")
+        fields["plugin_settings"] = {name: dict(table) for name, table in plugins.items()}
+    if "call_timeout_seconds" in data:
+        timeout = data["call_timeout_seconds"]
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+            raise ConfigError(f"call_timeout_seconds in {path} must be a positive number")
+        fields["call_timeout_seconds"] = float(timeout)
+    if "strict" in data:
+        if not isinstance(data["strict"], bool):
+            raise ConfigError(f"strict in {path} must be true or false")
+        fields["strict"] = data["strict"]
+
+    if fields.get("builtins") is False and not fields.get("plugin_tools"):
+        raise _fail(
+            f"{path} turns the built-ins off (intercept_builtins: false) and lists no plugin_tools: "
+            "there would be nothing to serve",
+            "EMPTY_PROXY",
+        )
+    return fields
+
+
+def load(
+    *,
+    config: str | None = None,
+    roots: Sequence[str] = (),
+    no_builtins: bool = False,
+    only: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    strict: bool = False,
+    debug: bool = False,
+    log_level: str | None = None,
+    call_timeout_seconds: float | None = None,
+    cwd: str | None = None,
+) -> Settings:
+    """Merge the config file (``config``, else ``./awf-mcp.toml`` if present) with flags."""
+    workdir = Path(cwd or os.getcwd())
+    settings = Settings()
+    path: Path | None = Path(config) if config else None
+    if path is None and (workdir / DEFAULT_CONFIG_NAME).is_file():
+        path = workdir / DEFAULT_CONFIG_NAME
+    if path is not None:
+        settings = replace(settings, **parse_file(path))
+
+    overrides: dict[str, Any] = {"debug": debug}
+    if roots:
+        overrides["roots"] = tuple(str((workdir / os.path.expanduser(r)).resolve()) for r in roots)
+    elif not settings.roots:
+        overrides["roots"] = (str(workdir.resolve()),)
+    if no_builtins:
+        overrides["builtins"] = False
+    if only:
+        overrides["only"] = settings.only + tuple(only)
+    if exclude:
+        overrides["exclude"] = settings.exclude + tuple(exclude)
+    if strict:
+        overrides["strict"] = True
+    if log_level:
+        overrides["log_level"] = log_level.upper()
+    elif debug:
+        overrides["log_level"] = "DEBUG"
+    if call_timeout_seconds is not None:
+        if call_timeout_seconds <= 0:
+            raise ConfigError(f"--call-timeout must be a positive number of seconds, not {call_timeout_seconds}")
+        overrides["call_timeout_seconds"] = float(call_timeout_seconds)
+    settings = replace(settings, **overrides)
+
+    for root in settings.roots:
+        if not Path(root).is_dir():
+            raise ConfigError(f"root directory {root} does not exist or is not a directory; pass --root DIR")
+    return settings

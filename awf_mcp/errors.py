@@ -1,0 +1,65 @@
+"""The error taxonomy: every failure a user can meet, and the exit code it ends with.
+
+========================  ====  ==============================================
+class                     exit  meaning
+========================  ====  ==============================================
+:class:`UserError`          1   bad configuration, unknown plugin, name clash
+(Typer usage errors)        2   bad flags or arguments
+:class:`ExecutionError`     3   a tool or plugin failed while running
+:class:`SystemFault`        4   the machine failed us: I/O, missing runtime
+========================  ====  ==============================================
+
+Each carries one sentence: what was wrong, which input, what to do. An optional
+``code`` is a stable identifier for scripts (the AWF proxy's
+``USER.MCP_PROXY.*`` codes among them).
+"""
+
+from __future__ import annotations
+
+
+class AwfError(Exception):
+    """Base of every error awf-mcp reports to a user; ``str()`` is the sentence to print."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}" if self.code else self.message
+
+
+class UserError(AwfError):
+    """The user's configuration or request is wrong; exit code 1."""
+
+    exit_code = 1
+
+
+class ConfigError(UserError):
+    """A config file or flag value is invalid."""
+
+
+class ToolNameError(UserError):
+    """A tool name is invalid or clashes with another one."""
+
+
+class PluginError(UserError):
+    """A plugin could not be loaded (fatal only with ``--strict``)."""
+
+
+class UnknownToolError(UserError):
+    """A call named a tool that is not registered."""
+
+
+class ExecutionError(AwfError):
+    """Something failed while running; exit code 3."""
+
+    exit_code = 3
+
+
+class SystemFault(AwfError):
+    """The environment failed (I/O, a missing interpreter); exit code 4."""
+
+    exit_code = 4

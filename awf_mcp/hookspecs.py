@@ -1,0 +1,31 @@
+"""The pluggy hook specifications of awf-mcp (project name and entry-point group ``awf_mcp``).
+
+A plugin is a module with functions marked ``@awf_mcp.hookimpl`` whose names
+match the specs below. Hooks take keyword arguments only, so adding one later
+breaks no plugin: an implementation may accept any subset of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pluggy
+
+from awf_mcp.ports import PluginContext
+
+PROJECT_NAME = "awf_mcp"
+"""pluggy project name, and the entry-point group plugins declare."""
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+@hookspec
+def awf_mcp_register_tools(plugin: PluginContext) -> None:
+    """Called once at start-up, per plugin: contribute tools with ``plugin.register(...)``."""
+
+
+@hookspec
+def awf_mcp_authorize_call(tool: str, source: str, arguments: Mapping[str, Any]) -> str | None:
+    """Called before every tool call; return a reason string to deny it, ``None`` to allow."""

@@ -1,0 +1,215 @@
+"""The domain ports: what a tool is, what a call returns, what a provider does.
+
+Everything else in awf-mcp speaks these types; only the SDK adapter
+(:mod:`awf_mcp.server`) translates them to and from MCP wire types. This module
+imports the standard library only, so a provider never depends on the SDK.
+
+Contract
+--------
+* A :class:`ToolProvider` lists :class:`ToolDefinition` objects and answers
+  ``call_tool(name, arguments)`` with a :class:`ToolResult`. ``call_tool`` and
+  ``close`` may be plain functions or coroutines: synchronous ones are run in a
+  worker thread so a slow tool never blocks other requests.
+* Arguments reach ``call_tool`` already validated against the tool's
+  ``input_schema`` (required keys present, JSON types right).
+* Raising from ``call_tool`` is allowed: the caller turns the exception into an
+  ``isError`` result (``<ExceptionType>: <message>``). Return
+  ``ToolResult.error(...)`` for errors the model should read verbatim.
+* While a call runs, :func:`current_call` returns its :class:`CallContext`:
+  progress reporting and a cancellation flag a long synchronous tool can poll.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextvars
+import threading
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+JSONSchema = Mapping[str, Any]
+"""A JSON Schema document as a plain dict (``{"type": "object", ...}``)."""
+
+BUILTIN_SOURCE = "builtin"
+"""The ``source`` label of the built-in tools; plugins are ``plugin:<name>``."""
+
+
+def plugin_source(plugin_name: str) -> str:
+    """The ``source`` label of a tool contributed by plugin ``plugin_name``."""
+    return f"plugin:{plugin_name}"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolAnnotations:
+    """Behaviour hints for clients (MCP ``ToolAnnotations``); ``None`` means unstated."""
+
+    title: str | None = None
+    read_only: bool | None = None
+    destructive: bool | None = None
+    idempotent: bool | None = None
+    open_world: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDefinition:
+    """One tool as an agent sees it in ``tools/list``."""
+
+    name: str
+    description: str
+    input_schema: JSONSchema
+    source: str = BUILTIN_SOURCE
+    annotations: ToolAnnotations | None = None
+    output_schema: JSONSchema | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContent:
+    """One content item of a result: text, or a base64-encoded image."""
+
+    type: Literal["text", "image"]
+    text: str = ""
+    data: str = ""
+    mime_type: str = ""
+
+    @classmethod
+    def of_text(cls, text: str) -> ToolContent:
+        """A text item."""
+        return cls(type="text", text=text)
+
+    @classmethod
+    def of_image(cls, raw: bytes, mime_type: str) -> ToolContent:
+        """An image item from raw bytes (encoded to base64 here)."""
+        return cls(type="image", data=base64.b64encode(raw).decode("ascii"), mime_type=mime_type)
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """What a tool call returns: content items, an error flag, optional structured data."""
+
+    content: list[ToolContent] = field(default_factory=list)
+    is_error: bool = False
+    structured_content: Any = None
+
+    @classmethod
+    def text(cls, text: str) -> ToolResult:
+        """A successful result with one text item."""
+        return cls(content=[ToolContent.of_text(text)])
+
+    @classmethod
+    def error(cls, message: str) -> ToolResult:
+        """An ``isError`` result with one text item the model can read."""
+        return cls(content=[ToolContent.of_text(message)], is_error=True)
+
+
+@runtime_checkable
+class ToolProvider(Protocol):
+    """A source of tools: built-ins, a plugin's decorated functions, a dynamic set."""
+
+    def list_tools(self) -> Sequence[ToolDefinition]:
+        """The tools this provider offers; called once at start-up."""
+        ...
+
+    def call_tool(
+        self, name: str, arguments: Mapping[str, Any]
+    ) -> ToolResult | None | Awaitable[ToolResult | None]:
+        """Run tool ``name`` with validated ``arguments``."""
+        ...
+
+    def close(self) -> None | Awaitable[None]:
+        """Release resources; called once when the server stops."""
+        ...
+
+
+ProgressReporter = Callable[[float, "float | None", "str | None"], None]
+
+
+@dataclass(slots=True)
+class CallContext:
+    """Per-call facilities a tool may use, reachable through :func:`current_call`.
+
+    ``report_progress(progress, total, message)`` is safe to call from the event
+    loop or a worker thread and does nothing when the client asked for no
+    progress. ``cancelled`` is set when the client cancels the call, the call
+    times out, or the server shuts down; a long synchronous tool should poll it.
+    """
+
+    tool_name: str
+    report_progress: ProgressReporter = lambda progress, total=None, message=None: None
+    cancelled: threading.Event = field(default_factory=threading.Event)
+
+
+_current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(
+    "awf_mcp_current_call", default=None
+)
+
+
+def current_call() -> CallContext:
+    """The context of the tool call running in this task or worker thread.
+
+    Outside a call (a unit test calling a provider directly) a fresh, inert
+    context is returned, so tools never need to check for ``None``.
+    """
+    context = _current_call.get()
+    return context if context is not None else CallContext(tool_name="")
+
+
+def bind_call_context(context: CallContext) -> contextvars.Token[CallContext | None]:
+    """Make ``context`` the current call context; returns the token to reset it."""
+    return _current_call.set(context)
+
+
+def unbind_call_context(token: contextvars.Token[CallContext | None]) -> None:
+    """Undo :func:`bind_call_context`."""
+    _current_call.reset(token)
+
+
+class ToolError(Exception):
+    """An error whose message the model should read verbatim (no type prefix).
+
+    Raise it from a tool for expected failures: a missing file, an ambiguous
+    edit, a refused path. Any other exception is reported as
+    ``<ExceptionType>: <message>``.
+    """
+
+
+class PluginSettingError(ToolError):
+    """A plugin needs a setting that the configuration does not provide."""
+
+
+_MISSING: Any = object()
+
+
+@dataclass(slots=True)
+class PluginContext:
+    """What the ``awf_mcp_register_tools`` hook receives: one plugin's view of start-up.
+
+    ``name`` is the plugin's name (its entry-point name) and the prefix its tool
+    names must carry (``<name>_<tool>``). ``settings`` holds its
+    ``[plugins.<name>]`` table from the config file merged with
+    ``AWF_MCP_PLUGIN_<NAME>_<KEY>`` environment variables. ``roots`` are the
+    directories the server is confined to, the first being the base for
+    relative paths. ``register`` takes a :class:`ToolProvider` or a function
+    decorated with :func:`awf_mcp.tool`.
+    """
+
+    name: str
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    roots: tuple[str, ...] = ()
+    registered: list[Any] = field(default_factory=list)
+
+    def register(self, item: Any) -> None:
+        """Contribute a :class:`ToolProvider` or an ``@tool``-decorated function."""
+        self.registered.append(item)
+
+    def setting(self, key: str, default: Any = _MISSING) -> Any:
+        """The value of setting ``key``; without a default, a missing one is an error."""
+        if key in self.settings:
+            return self.settings[key]
+        if default is not _MISSING:
+            return default
+        env = f"AWF_MCP_PLUGIN_{self.name.upper().replace('-', '_')}_{key.upper()}"
+        raise PluginSettingError(
+            f"plugin '{self.name}' needs setting '{key}': add `{key} = ...` under "
+            f"[plugins.{self.name}] in awf-mcp.toml or set {env}"
+        )
