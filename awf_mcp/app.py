@@ -25,6 +25,7 @@ import pluggy
 
 from awf_mcp.calls import CallRecord, Policy, ToolInvoker, describe_exception
 from awf_mcp.config import Settings
+from awf_mcp.observability import call_fields
 from awf_mcp.plugins import LoadedPlugins, PluginRecord
 from awf_mcp.plugins import load as load_plugins
 from awf_mcp.ports import ToolProvider
@@ -77,7 +78,7 @@ def policy_from(manager: pluggy.PluginManager) -> Policy | None:
 
 
 def log_call(record: CallRecord) -> None:
-    """The default call observer: one log record per call."""
+    """The default call observer: one log record per call (fields under ``call`` for JSON logs)."""
     log.info(
         "call %s source=%s duration_ms=%.1f is_error=%s%s",
         record.tool,
@@ -85,7 +86,21 @@ def log_call(record: CallRecord) -> None:
         record.duration_ms,
         record.is_error,
         f" error={record.error!r}" if record.error else "",
+        extra={"call": call_fields(record)},
     )
+
+
+def observers(*callbacks: Callable[[CallRecord], None]) -> Callable[[CallRecord], None]:
+    """One observer calling each of ``callbacks``; a failing one is logged, never fatal to the call."""
+
+    def observe(record: CallRecord) -> None:
+        for callback in callbacks:
+            try:
+                callback(record)
+            except Exception as exc:
+                log.warning("call observer failed: %s", describe_exception(exc))
+
+    return observe
 
 
 async def start(
@@ -99,7 +114,7 @@ async def start(
     try:
         registry = build(plugins.records, settings)
     except BaseException:
-        await _close_all([e.provider for r in plugins.records for e in r.providers])
+        await close_providers([e.provider for r in plugins.records for e in r.providers])
         raise
     for record in plugins.records:
         if not record.ok and record.providers:
@@ -126,7 +141,8 @@ async def _close_one(provider: ToolProvider) -> None:
         log.warning("closing %s failed: %s", type(provider).__name__, describe_exception(exc))
 
 
-async def _close_all(providers: list[ToolProvider]) -> None:
+async def close_providers(providers: list[ToolProvider]) -> None:
+    """Close ``providers`` concurrently, shielded from cancellation, each one bounded in time."""
     with anyio.CancelScope(shield=True):
         async with anyio.create_task_group() as group:
             for provider in providers:
@@ -135,28 +151,61 @@ async def _close_all(providers: list[ToolProvider]) -> None:
 
 async def close(runtime: Runtime) -> None:
     """Close every provider, concurrently, each bounded by ``CLOSE_TIMEOUT_SECONDS``."""
-    await _close_all(runtime.providers)
+    await close_providers(runtime.providers)
 
 
-async def serve_stdio(settings: Settings, version: str) -> None:
+async def _stop_on_signal(stop: Callable[[], None]) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            log.info("received %s, shutting down", signal.Signals(signum).name)
+            stop()
+            return
+
+
+async def serve_http(
+    settings: Settings,
+    version: str,
+    *,
+    host: str,
+    port: int,
+    token: str | None,
+    observer: Callable[[CallRecord], None] | None = log_call,
+) -> None:
+    """Run ``awf-mcp serve --transport http`` until SIGTERM or SIGINT."""
+    from awf_mcp import server as adapter
+
+    runtime = await start(settings, observer=observer)
+    mcp_server = adapter.McpServer(runtime.invoker, version=version)
+    stop = anyio.Event()
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_stop_on_signal, stop.set)
+            await adapter.serve_http(
+                mcp_server,
+                host,
+                port,
+                stop=stop,
+                token=token,
+                on_listening=lambda url: log.warning("listening on %s", url),
+            )
+            group.cancel_scope.cancel()
+    finally:
+        await close(runtime)
+
+
+async def serve_stdio(
+    settings: Settings, version: str, observer: Callable[[CallRecord], None] | None = log_call
+) -> None:
     """Run ``awf-mcp serve`` on stdio until EOF or a signal; see the module docstring."""
     from awf_mcp.framing import claim_stdio
     from awf_mcp.server import McpServer
 
     with claim_stdio() as wire:
-        runtime = await start(settings)
+        runtime = await start(settings, observer=observer)
         server = McpServer(runtime.invoker, version=version)
         try:
             async with anyio.create_task_group() as group:
-
-                async def stop_on_signal() -> None:
-                    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-                        async for signum in signals:
-                            log.info("received %s, shutting down", signal.Signals(signum).name)
-                            group.cancel_scope.cancel()
-                            return
-
-                group.start_soon(stop_on_signal)
+                group.start_soon(_stop_on_signal, group.cancel_scope.cancel)
                 await server.serve_stdio(wire)
                 log.info("stdin closed, shutting down")
                 group.cancel_scope.cancel()

@@ -24,6 +24,7 @@ Contract
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import math
@@ -34,7 +35,7 @@ from typing import Any
 
 import anyio
 
-from awf_mcp.errors import UnknownToolError
+from awf_mcp.observability import call_span
 from awf_mcp.ports import (
     CallContext,
     ToolError,
@@ -91,16 +92,16 @@ class ToolInvoker:
         self.observer = observer
         self._validators: dict[str, Any] = {}
 
-    async def call(
-        self, name: str, arguments: Any, *, progress: ProgressSink | None = None
-    ) -> ToolResult:
+    async def call(self, name: str, arguments: Any, *, progress: ProgressSink | None = None) -> ToolResult:
         """Run tool ``name``; raises only :class:`UnknownToolError` (and cancellation)."""
         tool = self.registry.lookup(name)
         started = time.perf_counter()
         args: Mapping[str, Any] = arguments if isinstance(arguments, Mapping) else {}
-        result = self._precheck(tool, arguments)
-        if result is None:
-            result = await self._run(tool, args, progress)
+        with call_span(name, tool.definition.source) as span:
+            result = self._precheck(tool, arguments)
+            if result is None:
+                result = await self._run(tool, args, progress)
+            span.set_attribute("tool.is_error", result.is_error)
         if self.observer is not None:
             error = None
             if result.is_error:
@@ -166,7 +167,9 @@ class ToolInvoker:
                 context.cancelled.set()
                 raise
             except SystemExit as exc:
-                result = ToolResult.error(f"tool {tool.name} called sys.exit({exc.code}); the server ignores it")
+                result = ToolResult.error(
+                    f"tool {tool.name} called sys.exit({exc.code}); the server ignores it"
+                )
             except Exception as exc:
                 log.debug("tool %s raised", tool.name, exc_info=True)
                 result = ToolResult.error(describe_exception(exc))
@@ -223,9 +226,7 @@ def _progress_pump(
 
     def report(progress: float, total: float | None = None, message: str | None = None) -> None:
         item = (float(progress), None if total is None else float(total), message)
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop has closed: the call is over
             loop.call_soon_threadsafe(send.send_nowait, item)
-        except RuntimeError:
-            pass
 
     return report

@@ -47,7 +47,8 @@ ExcludeOpt = Annotated[
     list[str] | None, typer.Option("--exclude", help="Do not serve tools matching NAME or GLOB (repeatable).")
 ]
 ConfigOpt = Annotated[
-    str | None, typer.Option("--config", help="Config file: AWF proxy JSON or TOML (default: ./awf-mcp.toml).")
+    str | None,
+    typer.Option("--config", help="Config file: AWF proxy JSON or TOML (default: ./awf-mcp.toml)."),
 ]
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Make any plugin failure fatal.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print stable JSON for scripts.")]
@@ -60,12 +61,26 @@ def _fail(exc: AwfError) -> NoReturn:
     raise typer.Exit(exc.exit_code)
 
 
-def _configure_logging(level: str) -> None:
+def _configure_logging(level: str, log_format: str = "text", log_file: str | None = None) -> None:
     numeric = logging.getLevelName(level.upper())
     if not isinstance(numeric, int):
         _fail(UserError(f"unknown log level '{level}'; use DEBUG, INFO, WARNING or ERROR"))
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("awf-mcp: %(levelname)s: %(message)s"))
+    if log_format not in ("text", "json"):
+        _fail(UserError(f"unknown log format '{log_format}'; use text or json"))
+    handler: logging.Handler
+    if log_file:
+        try:
+            handler = logging.FileHandler(log_file, encoding="utf-8")
+        except OSError as exc:
+            _fail(UserError(f"cannot open log file {log_file}: {exc.strerror or exc}"))
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+    if log_format == "json":
+        from awf_mcp.observability import JsonLogFormatter
+
+        handler.setFormatter(JsonLogFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("awf-mcp: %(levelname)s: %(message)s"))
     root = logging.getLogger("awf_mcp")
     root.handlers[:] = [handler]
     root.setLevel(numeric)
@@ -105,7 +120,9 @@ def _version_callback(value: bool) -> None:
 def root_callback(
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version and exit."),
+        typer.Option(
+            "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
+        ),
     ] = False,
 ) -> None:
     """A plugin-driven MCP tool server for AI coding agents."""
@@ -120,19 +137,44 @@ def serve(
     config: ConfigOpt = None,
     strict: StrictOpt = False,
     log_level: Annotated[
-        str, typer.Option("--log-level", help="stderr log level: DEBUG, INFO, WARNING, ERROR.")
-    ] = "WARNING",
-    debug: Annotated[bool, typer.Option("--debug", help="Log tracebacks of failing tools to stderr.")] = False,
+        str, typer.Option("--log-level", help="Log level: DEBUG, INFO (one record per call), WARNING, ERROR.")
+    ] = "INFO",
+    log_format: Annotated[str, typer.Option("--log-format", help="Log lines as text or json.")] = "text",
+    log_file: Annotated[
+        str | None, typer.Option("--log-file", help="Write logs to FILE instead of stderr.")
+    ] = None,
+    audit_log: Annotated[
+        str | None,
+        typer.Option("--audit-log", help="Append one JSONL record per call, arguments included, to FILE."),
+    ] = None,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Log tracebacks of failing tools to stderr.")
+    ] = False,
     call_timeout: Annotated[
         float | None, typer.Option("--call-timeout", help="Per-call time limit in seconds (default 620).")
     ] = None,
+    transport: Annotated[
+        str, typer.Option("--transport", help="stdio (what agents start) or http (Streamable HTTP at /mcp).")
+    ] = "stdio",
+    host: Annotated[
+        str, typer.Option("--host", help="HTTP: address to bind (loopback by default).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="HTTP: port to listen on (0 picks a free one).")] = 8765,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar="AWF_MCP_TOKEN",
+            help="HTTP: require Authorization: Bearer TOKEN on every request.",
+        ),
+    ] = None,
 ) -> None:
-    """Serve MCP over stdin/stdout: the command an agent's MCP configuration runs."""
+    """Serve MCP over stdin/stdout (or Streamable HTTP): the command an agent's MCP configuration runs."""
     import anyio
 
     from awf_mcp import app as runtime
 
-    _configure_logging("DEBUG" if debug else log_level)
+    _configure_logging("DEBUG" if debug else log_level, log_format, log_file)
     settings = _guarded(
         lambda: _settings(
             root=root,
@@ -146,7 +188,36 @@ def serve(
             call_timeout=call_timeout,
         )
     )
-    _guarded(lambda: anyio.run(runtime.serve_stdio, settings, __version__))
+    observer: Callable[[Any], None] = runtime.log_call
+    if audit_log:
+        from awf_mcp.observability import AuditLog
+
+        try:
+            audit = AuditLog(audit_log)
+        except OSError as exc:
+            _fail(UserError(f"cannot open audit log {audit_log}: {exc.strerror or exc}"))
+        observer = runtime.observers(runtime.log_call, audit)
+    if transport == "stdio":
+        _guarded(lambda: anyio.run(runtime.serve_stdio, settings, __version__, observer))
+    elif transport == "http":
+        from awf_mcp.server import LOOPBACK_HOSTS
+
+        if host not in LOOPBACK_HOSTS and not token:
+            _fail(
+                UserError(
+                    f"binding to {host} exposes every tool (Bash included) to the network: "
+                    "pass --token TOKEN (or set AWF_MCP_TOKEN) to require bearer authentication"
+                )
+            )
+
+        async def run_http() -> None:
+            await runtime.serve_http(
+                settings, __version__, host=host, port=port, token=token, observer=observer
+            )
+
+        _guarded(lambda: anyio.run(run_http))
+    else:
+        _fail(UserError(f"unknown transport '{transport}'; use stdio or http"))
     _exit_now_if_threads_linger(0)
 
 
@@ -190,7 +261,9 @@ def tools_list(
     from awf_mcp.registry import long_names
 
     rt = _guarded(
-        lambda: _start(root=root, no_builtins=no_builtins, only=only, exclude=exclude, config=config, strict=strict)
+        lambda: _start(
+            root=root, no_builtins=no_builtins, only=only, exclude=exclude, config=config, strict=strict
+        )
     )
     try:
         definitions = rt.registry.definitions()
@@ -248,7 +321,9 @@ def tools_call(
     no_builtins: NoBuiltinsOpt = False,
     config: ConfigOpt = None,
     strict: StrictOpt = False,
-    call_timeout: Annotated[float | None, typer.Option("--call-timeout", help="Time limit in seconds.")] = None,
+    call_timeout: Annotated[
+        float | None, typer.Option("--call-timeout", help="Time limit in seconds.")
+    ] = None,
 ) -> None:
     """Run one tool through the same registry and call path as the server, and print the result."""
     import anyio
@@ -258,7 +333,9 @@ def tools_call(
     except json.JSONDecodeError as exc:
         _fail(UserError(f"arguments are not valid JSON ({exc.msg} at column {exc.colno}): {arguments}"))
     rt = _guarded(
-        lambda: _start(root=root, no_builtins=no_builtins, config=config, strict=strict, call_timeout=call_timeout)
+        lambda: _start(
+            root=root, no_builtins=no_builtins, config=config, strict=strict, call_timeout=call_timeout
+        )
     )
     try:
         result = _guarded(lambda: anyio.run(rt.invoker.call, name, parsed))
@@ -283,9 +360,13 @@ def tools_call(
         console = Console()
         for item in result.content:
             if item.type == "text":
-                console.print(item.text, markup=False, highlight=False, style="red" if result.is_error else None)
+                console.print(
+                    item.text, markup=False, highlight=False, style="red" if result.is_error else None
+                )
             else:
-                console.print(f"[{item.type} {item.mime_type}, {len(item.data) * 3 // 4} bytes]", markup=False)
+                console.print(
+                    f"[{item.type} {item.mime_type}, {len(item.data) * 3 // 4} bytes]", markup=False
+                )
     if result.is_error:
         raise typer.Exit(3)
 
@@ -302,7 +383,7 @@ def plugins_list(json_output: JsonOpt = False, config: ConfigOpt = None) -> None
     from awf_mcp.plugins import load
 
     loaded = _guarded(lambda: load(settings, on_failure=failures.append))
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "name": r.name,
             "distribution": r.distribution,
@@ -313,7 +394,7 @@ def plugins_list(json_output: JsonOpt = False, config: ConfigOpt = None) -> None
         }
         for r in loaded.records
     ]
-    anyio.run(runtime._close_all, [e.provider for r in loaded.records for e in r.providers])
+    anyio.run(runtime.close_providers, [e.provider for r in loaded.records for e in r.providers])
     if json_output:
         print(json.dumps({"plugins": rows}, indent=2, sort_keys=True))
         return
@@ -333,6 +414,28 @@ def plugins_list(json_output: JsonOpt = False, config: ConfigOpt = None) -> None
             row["location"],
         )
     Console().print(table)
+
+
+plugin_app = typer.Typer(help="Write a new plugin.", no_args_is_help=True)
+app.add_typer(plugin_app, name="plugin")
+
+
+@plugin_app.command("init")
+def plugin_init(
+    name: Annotated[str, typer.Argument(help="Plugin name: lowercase letters, digits and '_'.")],
+    directory: Annotated[str, typer.Option("--dir", help="Where to create awf-plugin-NAME/.")] = ".",
+) -> None:
+    """Scaffold a plugin distribution that installs with pip and passes its own test."""
+    from pathlib import Path
+
+    from awf_mcp.scaffold import ScaffoldError, scaffold_plugin
+
+    try:
+        created = scaffold_plugin(name, Path(directory))
+    except ScaffoldError as exc:
+        _fail(UserError(str(exc)))
+    print(created)
+    print(f"next: pip install -e {created} && awf-mcp tools list", file=sys.stderr)
 
 
 def main() -> None:

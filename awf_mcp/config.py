@@ -230,7 +230,9 @@ def load(
         overrides["log_level"] = "DEBUG"
     if call_timeout_seconds is not None:
         if call_timeout_seconds <= 0:
-            raise ConfigError(f"--call-timeout must be a positive number of seconds, not {call_timeout_seconds}")
+            raise ConfigError(
+                f"--call-timeout must be a positive number of seconds, not {call_timeout_seconds}"
+            )
         overrides["call_timeout_seconds"] = float(call_timeout_seconds)
     settings = replace(settings, **overrides)
 

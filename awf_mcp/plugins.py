@@ -92,9 +92,10 @@ class PluginRecord:
 
     def describe(self) -> str:
         """``plugin 'x' (distribution awf-plugin-x 1.0)`` for messages."""
-        if self.distribution:
-            return f"plugin '{self.name}' (distribution {self.distribution} {self.version})".rstrip()
-        return f"plugin '{self.name}'"
+        if not self.distribution:
+            return f"plugin '{self.name}'"
+        release = f"{self.distribution} {self.version}".strip()
+        return f"plugin '{self.name}' (distribution {release})"
 
 
 @dataclass(slots=True)
@@ -168,12 +169,10 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _call_register_hook(
-    manager: pluggy.PluginManager, module: object, context: PluginContext
-) -> list[Any]:
+def _call_register_hook(manager: pluggy.PluginManager, module: object, context: PluginContext) -> list[Any]:
     impls = [impl for impl in manager.hook.awf_mcp_register_tools.get_hookimpls() if impl.plugin is module]
-    if not impls:
-        raise PluginError("it implements no awf_mcp_register_tools hook")
+    if not impls and not manager.get_hookcallers(module):
+        raise PluginError("it implements no awf_mcp hook (mark functions with @awf_mcp.hookimpl)")
     available = {"plugin": context}
     for impl in impls:
         impl.function(**{name: available[name] for name in impl.argnames if name in available})
@@ -199,9 +198,7 @@ def _as_providers(name: str, source: str, items: Sequence[Any]) -> list[ToolProv
     return providers
 
 
-def _collect(
-    manager: pluggy.PluginManager, module: object, record: PluginRecord, settings: Settings
-) -> None:
+def _collect(manager: pluggy.PluginManager, module: object, record: PluginRecord, settings: Settings) -> None:
     context = PluginContext(
         name=record.name, settings=settings.settings_for(record.name), roots=settings.roots
     )

@@ -112,11 +112,11 @@ class ToolProvider(Protocol):
 
     def call_tool(
         self, name: str, arguments: Mapping[str, Any]
-    ) -> ToolResult | None | Awaitable[ToolResult | None]:
+    ) -> ToolResult | Awaitable[ToolResult | None] | None:
         """Run tool ``name`` with validated ``arguments``."""
         ...
 
-    def close(self) -> None | Awaitable[None]:
+    def close(self) -> Awaitable[None] | None:
         """Release resources; called once when the server stops."""
         ...
 
@@ -135,7 +135,7 @@ class CallContext:
     """
 
     tool_name: str
-    report_progress: ProgressReporter = lambda progress, total=None, message=None: None
+    report_progress: ProgressReporter = field(default=lambda progress, total, message: None)
     cancelled: threading.Event = field(default_factory=threading.Event)
 
 

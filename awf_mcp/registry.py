@@ -121,7 +121,7 @@ def _collision(name: str, first: RegisteredTool, second: RegisteredTool) -> Tool
     where = f"both {a} and {b}" if a != b else f"{a} twice"
     return ToolNameError(
         f"tool name '{name}' is claimed by {where}; drop one with --exclude {name} "
-        f"or rename one in awf-mcp.toml ([rename] \"{b}/{second.original_name}\" = \"<new_name>\")",
+        f'or rename one in awf-mcp.toml ([rename] "{b}/{second.original_name}" = "<new_name>")',
         code=f"{PROXY_CODE}.NAME_COLLISION",
     )
 

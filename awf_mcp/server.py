@@ -14,7 +14,16 @@ Public surface
     ``sdk_server``       the SDK's low-level :class:`mcp.server.Server` (for
                          in-memory tests and other transports);
     ``serve_stdio(wire)``  serve one client over the claimed stdio descriptors
-                         (see :mod:`awf_mcp.framing`) until EOF or cancellation.
+                         (see :mod:`awf_mcp.framing`) until EOF or cancellation;
+    ``serve_http(host, port, token=...)``  serve the SDK's Streamable HTTP
+                         transport at ``/mcp`` until cancelled.
+
+HTTP
+----
+Loopback by default, with the SDK's Host/Origin checks against DNS
+rebinding. A ``token`` makes every request carry ``Authorization: Bearer
+<token>`` (compared in constant time) or get ``401``; the caller refuses to
+bind a non-loopback address without one.
 
 Mapping
 -------
@@ -38,14 +47,17 @@ whole. The server keeps serving after each of these.
 
 from __future__ import annotations
 
+import contextlib
+import hmac
 import json
 import logging
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp.server.lowlevel import Server
 from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
@@ -103,7 +115,9 @@ def result_to_mcp(result: ToolResult) -> types.CallToolResult:
 
 
 def _error_frame(request_id: Any, code: int, message: str) -> bytes:
-    error = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
+    error = types.JSONRPCError(
+        jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message)
+    )
     return error.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
 
 
@@ -117,7 +131,9 @@ def frame_error(data: bytes) -> bytes:
     if isinstance(request_id, bool) or not isinstance(request_id, str | int):
         request_id = None
     return _error_frame(
-        request_id, types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request, notification or response"
+        request_id,
+        types.INVALID_REQUEST,
+        "Invalid Request: not a JSON-RPC 2.0 request, notification or response",
     )
 
 
@@ -143,7 +159,7 @@ class McpServer:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         progress = None
-        if ctx.meta is not None and ctx.meta.get("progressToken") is not None:
+        if ctx.meta is not None and ctx.meta.get("progress_token") is not None:
             session = ctx.session
 
             async def progress(value: float, total: float | None, message: str | None) -> None:
@@ -171,7 +187,9 @@ class McpServer:
             async with to_session:
                 async for item in reader.frames():
                     if isinstance(item, Oversized):
-                        log.warning("refused a %d-byte message (limit %d bytes)", item.size, MAX_MESSAGE_BYTES)
+                        log.warning(
+                            "refused a %d-byte message (limit %d bytes)", item.size, MAX_MESSAGE_BYTES
+                        )
                         writer.write(
                             _error_frame(
                                 None,
@@ -221,3 +239,93 @@ class McpServer:
                 await writer.drain(timeout=1.0)
             writer.close()
 
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class BearerTokenGuard:
+    """ASGI middleware: HTTP requests without ``Authorization: Bearer <token>`` get 401."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            supplied = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(supplied, self.expected):
+                body = b'{"error": "unauthorized: send Authorization: Bearer <token>"}'
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"www-authenticate", b'Bearer realm="awf-mcp"'),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def _security_for(host: str) -> Any:
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    if host in LOOPBACK_HOSTS:
+        return None  # the SDK's own loopback Host/Origin allow-list
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{host}:*", "127.0.0.1:*", "localhost:*", "[::1]:*"],
+        allowed_origins=[f"http://{host}:*", "http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+    )
+
+
+async def serve_http(
+    server: McpServer,
+    host: str,
+    port: int,
+    *,
+    stop: anyio.Event,
+    token: str | None = None,
+    on_listening: Callable[[str], None] | None = None,
+) -> None:
+    """Serve ``server`` over Streamable HTTP at ``http://host:port/mcp`` until ``stop`` is set."""
+    import uvicorn
+
+    app: ASGIApp = server.sdk_server.streamable_http_app(
+        host=host, transport_security=_security_for(host), max_request_body_size=MAX_MESSAGE_BYTES
+    )
+    if token:
+        app = BearerTokenGuard(app, token)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", access_log=False)
+    http = uvicorn.Server(config)
+    http.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]  # ours
+
+    async def announce() -> None:
+        while not http.started:
+            await anyio.sleep(0.01)
+        bound = http.servers[0].sockets[0].getsockname()
+        shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+        url = f"http://{shown}:{bound[1]}/mcp"
+        if on_listening is not None:
+            on_listening(url)
+
+    async def shut_down_on_stop() -> None:
+        await stop.wait()
+        http.should_exit = True
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(announce)
+        group.start_soon(shut_down_on_stop)
+        try:
+            await http.serve()
+        finally:
+            group.cancel_scope.cancel()

@@ -1,0 +1,240 @@
+"""What the six built-in tools look like in ``tools/list``: descriptions, schemas, annotations.
+
+Argument names are those of the Go original (``path, offset, limit``;
+``path, content``; ``path, old, new, replace_all``; ``command, cwd,
+timeout_seconds``; ``pattern, cwd``; ``pattern, path, glob, output_mode,
+case_insensitive``), Grep adding ``context``, ``before_context``,
+``after_context``, ``head_limit`` and ``include_ignored``. Every limit quoted
+here comes from :mod:`awf_mcp.builtins.limits`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from awf_mcp.builtins.limits import (
+    BASH_DEFAULT_TIMEOUT,
+    BASH_MAX_TIMEOUT,
+    BASH_OUTPUT_BYTES,
+    GLOB_MAX_RESULTS,
+    GREP_MAX_CONTEXT,
+    GREP_MAX_LINE_BYTES,
+    GREP_MAX_LINES,
+    MAX_FILE_BYTES,
+    MAX_IMAGE_BYTES,
+    MIB,
+    READ_DEFAULT_LINES,
+)
+from awf_mcp.ports import BUILTIN_SOURCE, ToolAnnotations, ToolDefinition
+
+_FILE_MIB = MAX_FILE_BYTES // MIB
+_PATH_RULE = (
+    "Relative paths are relative to the workspace root; absolute paths must lie inside it "
+    "(symbolic links are followed and must stay inside too)."
+)
+
+
+def _schema(properties: dict[str, dict[str, Any]], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def _string(description: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "string", "description": description, **extra}
+
+
+def _integer(description: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "integer", "description": description, **extra}
+
+
+def _boolean(description: str) -> dict[str, Any]:
+    return {"type": "boolean", "description": description, "default": False}
+
+
+READ = ToolDefinition(
+    name="Read",
+    description=(
+        "Read a file from the workspace. Text comes back exactly as stored (UTF-8; no line numbers "
+        f"added), starting at 0-based line `offset` (default 0) and holding at most `limit` lines "
+        f"(default {READ_DEFAULT_LINES}) and at most {_FILE_MIB} MiB. When more of the file remains, "
+        "a final note in square brackets says which lines were shown and the `offset` to pass next. "
+        f"PNG, JPEG, GIF and WebP files (up to {MAX_IMAGE_BYTES // MIB} MiB) come back as an image. "
+        "Other binary files are reported as 'binary file, N bytes' instead of being dumped. " + _PATH_RULE
+    ),
+    input_schema=_schema(
+        {
+            "path": _string("The file to read. " + _PATH_RULE),
+            "offset": _integer("0-based line to start at (default 0).", minimum=0),
+            "limit": _integer(
+                f"Maximum number of lines to return (default {READ_DEFAULT_LINES}).", minimum=1
+            ),
+        },
+        ["path"],
+    ),
+    source=BUILTIN_SOURCE,
+    annotations=ToolAnnotations(
+        title="Read file", read_only=True, destructive=False, idempotent=True, open_world=False
+    ),
+)
+
+WRITE = ToolDefinition(
+    name="Write",
+    description=(
+        "Create or overwrite a file with `content` (UTF-8). Missing parent directories are created. "
+        "The write is atomic: readers see the old content or the new, never a mix; an existing file "
+        f"keeps its permissions. Content over {_FILE_MIB} MiB is refused. Returns 'OK: created ...' "
+        "or 'OK: overwrote ...' with the byte count. To change part of a file, prefer Edit. " + _PATH_RULE
+    ),
+    input_schema=_schema(
+        {
+            "path": _string("The file to write. " + _PATH_RULE),
+            "content": _string(f"The complete new content of the file (at most {_FILE_MIB} MiB)."),
+        },
+        ["path", "content"],
+    ),
+    source=BUILTIN_SOURCE,
+    annotations=ToolAnnotations(
+        title="Write file", read_only=False, destructive=True, idempotent=True, open_world=False
+    ),
+)
+
+EDIT = ToolDefinition(
+    name="Edit",
+    description=(
+        "Replace the exact text `old` with `new` in a file (literal, not a regular expression; "
+        "whitespace and indentation must match). `old` must occur exactly once unless `replace_all` "
+        "is true; otherwise the call fails saying how many times it occurs, and you should add "
+        "surrounding lines to make it unique. Fails without touching the file when `old` is absent, "
+        f"empty or equal to `new`, or the file is over {_FILE_MIB} MiB. Atomic; permissions kept. "
+        "Returns how many occurrences were replaced. " + _PATH_RULE
+    ),
+    input_schema=_schema(
+        {
+            "path": _string("The file to edit. " + _PATH_RULE),
+            "old": _string("The exact text to find (must not be empty)."),
+            "new": _string("The text to put in its place (must differ from old)."),
+            "replace_all": _boolean("Replace every occurrence instead of requiring exactly one."),
+        },
+        ["path", "old", "new"],
+    ),
+    source=BUILTIN_SOURCE,
+    annotations=ToolAnnotations(
+        title="Edit file", read_only=False, destructive=True, idempotent=False, open_world=False
+    ),
+)
+
+BASH = ToolDefinition(
+    name="Bash",
+    description=(
+        "Run a shell command with /bin/bash -c in `cwd` (default: the workspace root; must lie inside "
+        "it), stdin empty. The command runs in its own process group; after `timeout_seconds` "
+        f"(default {BASH_DEFAULT_TIMEOUT}, at most {BASH_MAX_TIMEOUT}) or when the call is cancelled, "
+        "the whole group is killed. The result starts with 'exit code N' and then shows the captured "
+        f"'--- stdout ---' and '--- stderr ---' (each kept up to {BASH_OUTPUT_BYTES // MIB} MiB, the "
+        "rest dropped with a note). A non-zero exit code, a timeout or a kill is reported as an error. "
+        "Background processes that keep stdout/stderr open count toward the timeout; redirect their "
+        "output to a file to let the call return."
+    ),
+    input_schema=_schema(
+        {
+            "command": _string("The shell command line to run."),
+            "cwd": _string("Working directory (default: the workspace root). " + _PATH_RULE),
+            "timeout_seconds": _integer(
+                f"Seconds before the command is killed (default {BASH_DEFAULT_TIMEOUT}, "
+                f"1 to {BASH_MAX_TIMEOUT}).",
+                minimum=1,
+                maximum=BASH_MAX_TIMEOUT,
+            ),
+        },
+        ["command"],
+    ),
+    source=BUILTIN_SOURCE,
+    annotations=ToolAnnotations(
+        title="Run shell command", read_only=False, destructive=True, idempotent=False, open_world=True
+    ),
+)
+
+GLOB = ToolDefinition(
+    name="Glob",
+    description=(
+        "Find files by glob pattern, e.g. '**/*.py', 'src/**/*.{ts,tsx}', 'docs/*.md'. `*` and `?` "
+        "match within one path segment (names starting with a dot included), `**` matches any number "
+        "of directories, `[abc]` is a character class, `{a,b}` lists alternatives; a pattern ending in "
+        "'/' matches directories instead of files; backslashes are refused (write `[*]` for a literal "
+        "`*`). The pattern is relative to `cwd` (default: the workspace root); an absolute pattern is "
+        "allowed only without `cwd` and inside the workspace. "
+        ".git is skipped and symbolic links to directories are not followed. Returns matching paths "
+        f"relative to the workspace root, one a line, newest first, at most {GLOB_MAX_RESULTS:,} "
+        "(a note says how many matched)."
+    ),
+    input_schema=_schema(
+        {
+            "pattern": _string("The glob pattern, relative to cwd."),
+            "cwd": _string("Directory to search from (default: the workspace root). " + _PATH_RULE),
+        },
+        ["pattern"],
+    ),
+    source=BUILTIN_SOURCE,
+    annotations=ToolAnnotations(
+        title="Find files", read_only=True, destructive=False, idempotent=True, open_world=False
+    ),
+)
+
+GREP = ToolDefinition(
+    name="Grep",
+    description=(
+        "Search file contents with a regular expression (RE2 syntax: like Perl/Python but without "
+        "lookaround or backreferences; always linear time). Searches `path` (a file or a directory, "
+        "default: the workspace root) recursively, skipping .git, binary files and files ignored by "
+        ".gitignore (set include_ignored=true to search those too). `output_mode`: 'content' "
+        "(default) prints 'path:line:text' per matching line, with 'path-line-text' context lines and "
+        "'--' between groups; 'files_with_matches' prints matching file paths; 'count' prints "
+        f"'path:N'. Paths are relative to the workspace root. Lines over {GREP_MAX_LINE_BYTES // MIB} "
+        f"MiB are not searched. Content output stops after {GREP_MAX_LINES:,} lines (or `head_limit`) "
+        "with a note."
+    ),
+    input_schema=_schema(
+        {
+            "pattern": _string("The regular expression (RE2 syntax), matched against each line."),
+            "path": _string("File or directory to search (default: the workspace root). " + _PATH_RULE),
+            "glob": _string(
+                "Only search files matching this glob: without '/' it matches the file name "
+                "('*.py', '*.{ts,tsx}'), with '/' the path below `path` ('src/**/*.go'); a leading '!' "
+                "excludes matching files instead."
+            ),
+            "output_mode": _string(
+                "'content' (default), 'files_with_matches' or 'count'.",
+                enum=["content", "files_with_matches", "count"],
+            ),
+            "case_insensitive": _boolean("Match letters regardless of case."),
+            "context": _integer(
+                f"Lines of context before and after each match (content mode; 0 to {GREP_MAX_CONTEXT}).",
+                minimum=0,
+                maximum=GREP_MAX_CONTEXT,
+            ),
+            "before_context": _integer(
+                "Lines of context before each match; overrides `context` for that side.",
+                minimum=0,
+                maximum=GREP_MAX_CONTEXT,
+            ),
+            "after_context": _integer(
+                "Lines of context after each match; overrides `context` for that side.",
+                minimum=0,
+                maximum=GREP_MAX_CONTEXT,
+            ),
+            "head_limit": _integer(
+                "Return at most this many output lines (content) or entries (other modes).", minimum=1
+            ),
+            "include_ignored": _boolean("Also search files that .gitignore files exclude."),
+        },
+        ["pattern"],
+    ),
+    source=BUILTIN_SOURCE,
+    annotations=ToolAnnotations(
+        title="Search file contents", read_only=True, destructive=False, idempotent=True, open_world=False
+    ),
+)
+
+DEFINITIONS: tuple[ToolDefinition, ...] = tuple(
+    sorted((READ, WRITE, EDIT, BASH, GLOB, GREP), key=lambda definition: definition.name)
+)
+"""The six built-in tool definitions, sorted by name."""

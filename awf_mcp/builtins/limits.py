@@ -1,0 +1,45 @@
+"""The limits of the built-in tools, in one place so descriptions and code agree."""
+
+from __future__ import annotations
+
+MIB = 1024 * 1024
+"""One mebibyte."""
+
+MAX_FILE_BYTES = 5 * MIB
+"""Read returns at most this much text; Write and Edit refuse content (or files) over it."""
+
+MAX_IMAGE_BYTES = 5 * MIB
+"""The largest image Read returns as image content."""
+
+READ_DEFAULT_LINES = 2000
+"""Lines Read returns when no ``limit`` is given."""
+
+BINARY_SNIFF_BYTES = 8192
+"""A NUL byte in this many leading bytes marks a file as binary."""
+
+BASH_DEFAULT_TIMEOUT = 120
+"""Seconds a Bash command may run when no ``timeout_seconds`` is given."""
+
+BASH_MAX_TIMEOUT = 600
+"""The largest ``timeout_seconds`` Bash accepts."""
+
+BASH_OUTPUT_BYTES = MIB
+"""Bytes of stdout, and separately of stderr, that Bash keeps."""
+
+BASH_KILL_GRACE = 0.5
+"""Seconds between SIGTERM and SIGKILL when Bash stops a process group."""
+
+GLOB_MAX_RESULTS = 1000
+"""Paths Glob returns at most."""
+
+GREP_MAX_LINES = 10_000
+"""Output lines Grep returns at most in ``content`` mode."""
+
+GREP_MAX_LINE_BYTES = MIB
+"""Lines longer than this are not searched by Grep."""
+
+GREP_MAX_CONTEXT = 100
+"""The largest ``context``/``before_context``/``after_context`` Grep accepts."""
+
+MAX_BRACE_EXPANSIONS = 1000
+"""The most alternatives a ``{a,b}`` pattern may expand to."""

@@ -1,0 +1,87 @@
+"""The :class:`BuiltinTools` provider: the six built-in tools behind one ``ToolProvider``.
+
+Contract
+--------
+* :meth:`BuiltinTools.list_tools` returns the definitions of
+  :mod:`awf_mcp.builtins.definitions`, sorted by name; it imports nothing heavy.
+* :meth:`BuiltinTools.call_tool` is a coroutine. The file tools run in a worker
+  thread (abandoned on cancellation; a long walk also stops at the call's
+  ``cancelled`` flag); Bash runs as a native anyio subprocess. Expected
+  failures are raised as :class:`~awf_mcp.ports.ToolError`, whose message
+  the model reads verbatim; a non-zero Bash exit is an ``isError`` result.
+* :meth:`BuiltinTools.close` kills the process groups of Bash commands still
+  running (and those they left behind).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import anyio.to_thread
+
+from awf_mcp.builtins.definitions import DEFINITIONS
+from awf_mcp.builtins.globbing import glob_files
+from awf_mcp.builtins.grepping import grep
+from awf_mcp.builtins.reading import read_file
+from awf_mcp.builtins.sandbox import Sandbox
+from awf_mcp.builtins.shell import ShellRunner
+from awf_mcp.builtins.writing import edit_file, write_file
+from awf_mcp.ports import (
+    ToolDefinition,
+    ToolError,
+    ToolResult,
+    bind_call_context,
+    current_call,
+    unbind_call_context,
+)
+
+_FileTool = Callable[[Sandbox, Mapping[str, Any]], ToolResult]
+
+_FILE_TOOLS: dict[str, _FileTool] = {
+    "Read": read_file,
+    "Write": write_file,
+    "Edit": edit_file,
+    "Glob": glob_files,
+    "Grep": grep,
+}
+
+
+class BuiltinTools:
+    """The built-in Read, Write, Edit, Bash, Glob and Grep tools, confined to ``sandbox``."""
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+        self._shell = ShellRunner()
+
+    def list_tools(self) -> Sequence[ToolDefinition]:
+        """The six tool definitions, sorted by name."""
+        return DEFINITIONS
+
+    async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+        """Run tool ``name`` with ``arguments``; raises :class:`ToolError` for expected failures."""
+        if not isinstance(arguments, Mapping):
+            raise ToolError(f"arguments of {name} must be an object")
+        if name == "Bash":
+            return await self._shell.run(self.sandbox, arguments)
+        tool = _FILE_TOOLS.get(name)
+        if tool is None:
+            raise ToolError(f"unknown built-in tool {name!r}")
+        context = current_call()
+        return await anyio.to_thread.run_sync(
+            functools.partial(_in_context, context, tool, self.sandbox, arguments), abandon_on_cancel=True
+        )
+
+    async def close(self) -> None:
+        """Kill the process groups of Bash commands still running."""
+        await self._shell.close()
+
+
+def _in_context(context: Any, tool: _FileTool, sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
+    """Run ``tool`` in a worker thread with the caller's call context bound."""
+    token = bind_call_context(context)
+    try:
+        return tool(sandbox, arguments)
+    finally:
+        unbind_call_context(token)

@@ -1,0 +1,115 @@
+"""The Read tool: a page of a text file, an image, or a one-line note for a binary file.
+
+Contract
+--------
+* Text comes back exactly as stored (decoded as UTF-8, undecodable bytes
+  replaced), without line numbers, starting at 0-based line ``offset`` and
+  holding at most ``limit`` lines (default :data:`READ_DEFAULT_LINES`) and at
+  most :data:`MAX_FILE_BYTES`. When more of the file remains, a note after a
+  blank line says which lines were shown and the ``offset`` to continue from.
+* PNG, JPEG, GIF and WebP files (recognised by their magic bytes) come back as
+  one image content item, up to :data:`MAX_IMAGE_BYTES`.
+* Any other file with a NUL byte in its first :data:`BINARY_SNIFF_BYTES` is
+  reported as ``binary file, N bytes`` rather than dumped.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from typing import Any
+
+from awf_mcp.builtins.args import int_argument, required_string
+from awf_mcp.builtins.fileio import open_regular, skip_line
+from awf_mcp.builtins.limits import (
+    BINARY_SNIFF_BYTES,
+    MAX_FILE_BYTES,
+    MAX_IMAGE_BYTES,
+    MIB,
+    READ_DEFAULT_LINES,
+)
+from awf_mcp.builtins.sandbox import Sandbox, quote_path
+from awf_mcp.ports import ToolContent, ToolError, ToolResult
+
+
+def image_type(head: bytes) -> str | None:
+    """The MIME type of a PNG/JPEG/GIF/WebP file from its first bytes, else ``None``."""
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if head.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if head.startswith((b"GIF87a", b"GIF89a")):
+        return "image/gif"
+    if len(head) >= 12 and head.startswith(b"RIFF") and head[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def read_file(sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
+    """Run the Read tool."""
+    shown = required_string(arguments, "path")
+    real = sandbox.resolve(shown)
+    offset = int_argument(arguments, "offset", 0, minimum=0)
+    limit = int_argument(arguments, "limit", READ_DEFAULT_LINES, minimum=1)
+    fd, info = open_regular(sandbox, real, shown)
+    with open(fd, "rb", closefd=True) as stream:
+        head = stream.peek(BINARY_SNIFF_BYTES)[:BINARY_SNIFF_BYTES]
+        mime = image_type(head)
+        if mime is not None:
+            if info.st_size > MAX_IMAGE_BYTES:
+                raise ToolError(
+                    f"{quote_path(shown)} is a {mime} image of {info.st_size:,} bytes; "
+                    f"images over {MAX_IMAGE_BYTES // MIB} MiB are not returned"
+                )
+            raw = stream.read(MAX_IMAGE_BYTES + 1)
+            if len(raw) > MAX_IMAGE_BYTES:
+                raise ToolError(
+                    f"{quote_path(shown)} grew past {MAX_IMAGE_BYTES // MIB} MiB while being read"
+                )
+            return ToolResult(content=[ToolContent.of_image(raw, mime)])
+        if b"\x00" in head:
+            return ToolResult.text(f"{quote_path(shown)}: binary file, {info.st_size:,} bytes (not shown)")
+        return _read_page(stream, shown, offset, limit)
+
+
+def _read_page(stream: io.BufferedReader, shown: str, offset: int, limit: int) -> ToolResult:
+    for skipped in range(offset):
+        if not skip_line(stream):
+            raise ToolError(
+                f"offset {offset} is past the end of {quote_path(shown)}, which has {skipped} lines"
+            )
+    lines: list[bytes] = []
+    size = 0
+    oversized_line = False
+    left_over = False
+    while len(lines) < limit:
+        line = stream.readline(MAX_FILE_BYTES - size + 1)
+        if not line:
+            break
+        if size + len(line) > MAX_FILE_BYTES:
+            if not lines:
+                lines.append(line[:MAX_FILE_BYTES])
+                oversized_line = True
+            left_over = True
+            break
+        lines.append(line)
+        size += len(line)
+    more = left_over or bool(stream.peek(1))
+    text = b"".join(lines).decode("utf-8", "replace")
+    if not more:
+        if not lines:
+            return ToolResult.text("(empty file)" if offset == 0 else f"(no lines after offset {offset})")
+        return ToolResult.text(text)
+    following = offset + len(lines)
+    if oversized_line:
+        note = (
+            f"[line {following} is longer than {MAX_FILE_BYTES // MIB} MiB: only its start is shown; "
+            f"call Read with offset={following} to continue after it]"
+        )
+    else:
+        note = (
+            f"[showing lines {offset + 1}-{following} (at most {MAX_FILE_BYTES // MIB} MiB per call); "
+            f"more follow: call Read with offset={following} to continue]"
+        )
+    separator = "" if text.endswith("\n") else "\n"
+    return ToolResult.text(f"{text}{separator}\n{note}")

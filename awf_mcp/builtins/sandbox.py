@@ -1,0 +1,270 @@
+"""Path confinement for the built-in tools: every path they touch stays inside the roots.
+
+Threat model
+------------
+Tool arguments come from a model, and a model's input may carry a prompt
+injection: any ``path``, ``cwd`` or pattern must be treated as hostile. The
+sandbox guarantees that the file tools (Read, Write, Edit, Glob, Grep) never
+read, list, create or modify anything outside the configured root directories,
+whatever the argument: ``..`` chains, absolute paths elsewhere, symbolic links
+pointing out (as the final component or as any parent directory), symlink
+loops, ``/proc/self/root`` and friends, NUL bytes, over-long paths, Unicode
+look-alikes of ``..`` (``\\u2024\\u2024``, ``\\uff0e\\uff0e``) and backslash
+separators are all refused with one clear sentence.
+
+How
+---
+:meth:`Sandbox.resolve` resolves an argument with every symbolic link followed
+(a path that does not exist yet: its nearest existing parent is resolved and the
+rest appended, and ``..`` in that non-existent tail is refused), then requires
+the result to lie inside one of the (themselves resolved) roots. Relative paths
+are relative to the first root, never to the process's working directory.
+
+Files are then opened by walking from the root one component at a time with
+``O_NOFOLLOW`` and ``dir_fd`` (:meth:`Sandbox.open_dir`,
+:meth:`Sandbox.open_file`), so a component swapped for a symbolic link between
+the check and the open makes the open fail instead of escaping. The directory
+walks of Glob and Grep run on directory descriptors too, never descend into a
+symbolic link, and check every link they report.
+
+What it does not cover
+----------------------
+* **Bash.** Its ``cwd`` is confined, but the command it runs is not: a process
+  started by Bash can reach anything the user running the server can. Confine
+  the server itself (container, user, seccomp) when that matters.
+* **The roots themselves** are trusted: whoever can replace a root directory by
+  a symbolic link has already escaped.
+* **Remaining races.** A name checked by :meth:`Sandbox.resolve` and opened
+  later through :meth:`Sandbox.open_file` cannot be redirected outside, but it
+  may name a different file inside the roots by then (a rename inside the
+  root). Hard links to outside files that already exist inside a root are
+  read through like any file: the sandbox confines names, not inodes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import unicodedata
+from collections.abc import Sequence
+
+from awf_mcp.ports import ToolError
+
+MAX_PATH_CHARS = 4096
+"""The longest path argument accepted (Linux ``PATH_MAX``)."""
+
+MAX_NAME_BYTES = 255
+"""The longest single path component accepted, in UTF-8 bytes (``NAME_MAX``)."""
+
+_QUOTE_LIMIT = 200
+_SYMLINK_LIMIT = 40
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+
+
+class PathRefused(ToolError):
+    """A path argument that the sandbox refuses; the message says why and names the roots."""
+
+
+def quote_path(arg: str) -> str:
+    """``arg`` in single quotes, shortened when very long, for an error message."""
+    if len(arg) > _QUOTE_LIMIT:
+        arg = f"{arg[: _QUOTE_LIMIT // 2]}...{arg[-_QUOTE_LIMIT // 4 :]}"
+    return f"'{arg}'"
+
+
+def _is_within(path: str, root: str) -> bool:
+    return root == "/" or path == root or path.startswith(root + "/")
+
+
+class Sandbox:
+    """The root directories a tool may touch, and the checks that keep it there.
+
+    ``roots`` are directory paths; each is resolved (symlinks followed) once
+    here. The first is the base for relative paths; every one is allowed.
+    """
+
+    def __init__(self, roots: Sequence[str]) -> None:
+        if not roots:
+            raise ValueError("the sandbox needs at least one root directory")
+        resolved: list[str] = []
+        for root in roots:
+            real = os.path.realpath(os.path.abspath(root))
+            if not os.path.isdir(real):
+                raise ValueError(f"sandbox root {root!r} is not a directory")
+            if real not in resolved:
+                resolved.append(real)
+        self.roots: tuple[str, ...] = tuple(resolved)
+
+    @property
+    def base(self) -> str:
+        """The first root: relative paths start here, results are shown relative to it."""
+        return self.roots[0]
+
+    def describe_roots(self) -> str:
+        """``the root /a`` or ``the roots /a, /b``, for messages."""
+        if len(self.roots) == 1:
+            return f"the root {self.roots[0]}"
+        return "the roots " + ", ".join(self.roots)
+
+    def contains(self, real_path: str) -> bool:
+        """True when the already-resolved ``real_path`` lies inside one of the roots."""
+        return any(_is_within(real_path, root) for root in self.roots)
+
+    def root_of(self, real_path: str) -> str:
+        """The (innermost) root containing the resolved ``real_path``."""
+        candidates = [root for root in self.roots if _is_within(real_path, root)]
+        if not candidates:
+            raise PathRefused(f"path {quote_path(real_path)} is outside {self.describe_roots()}")
+        return max(candidates, key=len)
+
+    def display(self, real_path: str) -> str:
+        """``real_path`` relative to the first root when inside it, else absolute."""
+        if real_path == self.base:
+            return "."
+        if _is_within(real_path, self.base):
+            return real_path[len(self.base.rstrip("/")) + 1 :]
+        return real_path
+
+    def outside(self, arg: str, resolved: str | None = None) -> PathRefused:
+        """The refusal for ``arg``, optionally saying where it resolved to."""
+        where = f" (it resolves to {resolved})" if resolved and resolved != arg else ""
+        return PathRefused(f"path {quote_path(arg)} is outside {self.describe_roots()}{where}")
+
+    def check_argument(self, arg: object, what: str = "path") -> str:
+        """Refuse what no path may be: not a string, empty, NUL, too long, look-alikes."""
+        if not isinstance(arg, str):
+            raise PathRefused(f"{what} must be a string, got {type(arg).__name__}")
+        if not arg:
+            raise PathRefused(f"{what} must not be empty")
+        if "\x00" in arg:
+            shown = arg.replace("\x00", "\\0")
+            raise PathRefused(f"{what} {quote_path(shown)} contains a NUL byte")
+        if len(arg) > MAX_PATH_CHARS:
+            raise PathRefused(
+                f"{what} {quote_path(arg)} is too long ({len(arg)} characters; the limit is {MAX_PATH_CHARS})"
+            )
+        if "\\" in arg:
+            raise PathRefused(f"{what} {quote_path(arg)} contains a backslash: use '/' as the separator")
+        for part in arg.split("/"):
+            if len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
+                raise PathRefused(
+                    f"{what} {quote_path(arg)} has a component longer than {MAX_NAME_BYTES} bytes"
+                )
+            if part not in ("", ".", "..") and unicodedata.normalize("NFKC", part) in (".", ".."):
+                raise PathRefused(
+                    f"{what} {quote_path(arg)} is refused: component {part!r} is a look-alike of "
+                    f"{unicodedata.normalize('NFKC', part)!r}"
+                )
+        return arg
+
+    def resolve(self, arg: object, what: str = "path", *, relative_to: str | None = None) -> str:
+        """The absolute, symlink-free path ``arg`` names, refused unless inside a root.
+
+        A relative ``arg`` is taken from ``relative_to`` (an already resolved
+        directory), by default the first root.
+        """
+        text = self.check_argument(arg, what)
+        joined = text if os.path.isabs(text) else os.path.join(relative_to or self.base, text)
+        real = self._resolve_links(joined, text)
+        if not self.contains(real):
+            raise self.outside(text, real)
+        return real
+
+    def resolve_dir(self, arg: str | None, what: str = "cwd") -> str:
+        """Resolved directory argument ``arg`` (default: the first root); refused unless a directory."""
+        if arg is None:
+            return self.base
+        real = self.resolve(arg, what)
+        if not os.path.isdir(real):
+            state = "is not a directory" if os.path.lexists(real) else "does not exist"
+            raise ToolError(f"{what} {quote_path(arg)} {state}")
+        return real
+
+    def _resolve_links(self, joined: str, arg: str) -> str:
+        parts = [p for p in joined.split("/") if p not in ("", ".")]
+        current = "/"
+        hops = 0
+        while parts:
+            part = parts.pop(0)
+            if part == "..":
+                current = os.path.dirname(current)
+                continue
+            candidate = os.path.join(current, part)
+            try:
+                info = os.lstat(candidate)
+            except (FileNotFoundError, NotADirectoryError):
+                if ".." in parts:
+                    raise PathRefused(
+                        f"path {quote_path(arg)} is refused: '..' after {quote_path(candidate)}, "
+                        "which does not exist"
+                    ) from None
+                return os.path.join(candidate, *parts)
+            except OSError as exc:
+                raise PathRefused(f"path {quote_path(arg)} cannot be resolved: {exc.strerror}") from None
+            if not stat.S_ISLNK(info.st_mode):
+                current = candidate
+                continue
+            hops += 1
+            if hops > _SYMLINK_LIMIT:
+                raise PathRefused(f"path {quote_path(arg)} is refused: too many symbolic links (a loop?)")
+            target = os.readlink(candidate)
+            if target.startswith("/"):
+                current = "/"
+            parts[:0] = [p for p in target.split("/") if p not in ("", ".")]
+        return current
+
+    def _descend(self, real_path: str, *, create: bool) -> int:
+        """A descriptor of directory ``real_path``, opened from its root with O_NOFOLLOW."""
+        root = self.root_of(real_path)
+        fd = os.open(root, _DIR_FLAGS)
+        rest = real_path[len(root.rstrip("/")) + 1 :] if real_path != root else ""
+        try:
+            for part in filter(None, rest.split("/")):
+                if create:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(part, 0o777, dir_fd=fd)
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = child
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def open_dir(self, real_path: str, *, create: bool = False) -> int:
+        """Open resolved directory ``real_path`` (creating missing parts when ``create``).
+
+        Returns a descriptor the caller closes. Every component below the root
+        is opened with ``O_NOFOLLOW``, so a symbolic link that appeared since
+        :meth:`resolve` makes this fail (a :class:`ToolError`) instead of escaping.
+        """
+        try:
+            return self._descend(real_path, create=create)
+        except FileNotFoundError:
+            raise ToolError(f"directory {quote_path(self.display(real_path))} does not exist") from None
+        except NotADirectoryError:
+            raise ToolError(
+                f"{quote_path(self.display(real_path))} is not a directory (or a part of it is not)"
+            ) from None
+        except OSError as exc:
+            raise ToolError(
+                f"cannot open directory {quote_path(self.display(real_path))}: {exc.strerror}"
+            ) from exc
+
+    def open_file(self, real_path: str, flags: int = os.O_RDONLY, mode: int = 0o666) -> int:
+        """Open resolved file ``real_path`` with ``flags`` plus O_NOFOLLOW, walking from its root.
+
+        ``O_NONBLOCK`` is added for reads so a FIFO cannot hang the call.
+        Returns a descriptor; OS errors propagate (the caller words them).
+        """
+        parent, name = os.path.split(real_path)
+        dir_fd = self._descend(parent, create=False)
+        try:
+            extra = os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+            if flags & (os.O_WRONLY | os.O_RDWR) == 0:
+                extra |= getattr(os, "O_NONBLOCK", 0)
+            return os.open(name, flags | extra, mode, dir_fd=dir_fd)
+        finally:
+            os.close(dir_fd)

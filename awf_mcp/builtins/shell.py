@@ -1,0 +1,240 @@
+"""The Bash tool: one shell command in its own process group, bounded in time and output.
+
+Contract
+--------
+* ``command`` runs as ``/bin/bash -c command`` (``/bin/sh`` where there is no
+  bash) with stdin from ``/dev/null``, in ``cwd`` (confined by the sandbox,
+  default: the first root), in a new session and so a new process group.
+* ``timeout_seconds`` (default :data:`BASH_DEFAULT_TIMEOUT`, 1 to
+  :data:`BASH_MAX_TIMEOUT`) bounds the whole call, including waiting for
+  background processes that keep stdout or stderr open.
+* stdout and stderr are read as they come, each kept up to
+  :data:`BASH_OUTPUT_BYTES`; the rest is counted and dropped.
+* On timeout, on cancellation (the call's scope cancelled, or its
+  ``cancelled`` flag set) and on :meth:`ShellRunner.close`, the whole process
+  group gets SIGTERM, then SIGKILL after :data:`BASH_KILL_GRACE` seconds, and the
+  shell is reaped. Processes a command leaves running in the background after
+  the shell exits (output redirected elsewhere) are left alone until
+  :meth:`ShellRunner.close`.
+* The result starts with ``exit code N`` (``isError`` when N is not 0), or says
+  the command timed out / was killed by a signal, followed by the captured
+  ``--- stdout ---`` and ``--- stderr ---`` sections.
+
+The command itself is not confined: see :mod:`awf_mcp.builtins.sandbox`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from awf_mcp.builtins.args import int_argument, required_string, string_argument
+from awf_mcp.builtins.limits import (
+    BASH_DEFAULT_TIMEOUT,
+    BASH_KILL_GRACE,
+    BASH_MAX_TIMEOUT,
+    BASH_OUTPUT_BYTES,
+    MIB,
+)
+from awf_mcp.builtins.sandbox import Sandbox
+from awf_mcp.ports import CallContext, ToolError, ToolResult, current_call
+
+_POLL_SECONDS = 0.2
+_FINAL_DRAIN_SECONDS = 1.0
+
+
+def shell_path() -> str:
+    """``/bin/bash`` when it is executable here, else ``/bin/sh``."""
+    return "/bin/bash" if os.access("/bin/bash", os.X_OK) else "/bin/sh"
+
+
+@dataclass(slots=True)
+class _Capture:
+    """The first :data:`BASH_OUTPUT_BYTES` of a stream, and how much was dropped after them."""
+
+    chunks: list[bytes] = field(default_factory=list)
+    kept: int = 0
+    dropped: int = 0
+
+    def feed(self, data: bytes) -> None:
+        room = max(0, BASH_OUTPUT_BYTES - self.kept)
+        if room:
+            self.chunks.append(data[:room])
+            self.kept += min(room, len(data))
+        self.dropped += max(0, len(data) - room)
+
+    def render(self, name: str) -> str | None:
+        if not self.kept and not self.dropped:
+            return None
+        text = b"".join(self.chunks).decode("utf-8", "replace").removesuffix("\n")
+        if self.dropped:
+            text += (
+                f"\n[{name} truncated: first {BASH_OUTPUT_BYTES // MIB} MiB shown, "
+                f"{self.dropped:,} more bytes dropped]"
+            )
+        return f"--- {name} ---\n{text}"
+
+
+async def _drain(stream: anyio.abc.ByteReceiveStream | None, capture: _Capture) -> None:
+    if stream is None:
+        return
+    try:
+        async for chunk in stream:
+            capture.feed(chunk)
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        return
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+
+
+def group_alive(pgid: int) -> bool:
+    """True while any process of group ``pgid`` exists."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+async def stop_group(process: anyio.abc.Process) -> None:
+    """SIGTERM the process group, SIGKILL it after the grace period, and reap the leader."""
+    with anyio.CancelScope(shield=True):
+        _signal_group(process.pid, signal.SIGTERM)
+        with anyio.move_on_after(BASH_KILL_GRACE):
+            await process.wait()
+        _signal_group(process.pid, signal.SIGKILL)
+        await process.wait()
+
+
+class ShellRunner:
+    """Runs Bash commands and remembers their process groups until they are gone."""
+
+    def __init__(self) -> None:
+        self._running: dict[int, anyio.abc.Process] = {}
+        self._lingering: set[int] = set()
+
+    async def run(self, sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
+        """Run the Bash tool."""
+        command = required_string(arguments, "command")
+        if not command.strip():
+            raise ToolError("command must not be empty")
+        if "\x00" in command:
+            raise ToolError("command contains a NUL byte")
+        cwd = sandbox.resolve_dir(string_argument(arguments, "cwd", required=False), "cwd")
+        timeout = int_argument(
+            arguments, "timeout_seconds", BASH_DEFAULT_TIMEOUT, minimum=1, maximum=BASH_MAX_TIMEOUT
+        )
+        call = current_call()
+        try:
+            process = await anyio.open_process(
+                [shell_path(), "-c", command],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ToolError(f"cannot start the shell: {exc.strerror or exc}") from exc
+        self._running[process.pid] = process
+        stdout, stderr = _Capture(), _Capture()
+        try:
+            outcome = await self._supervise(process, stdout, stderr, timeout, call)
+        finally:
+            with anyio.CancelScope(shield=True):
+                if process.returncode is None:
+                    await stop_group(process)
+                await process.aclose()
+                self._running.pop(process.pid, None)
+                if group_alive(process.pid):
+                    self._lingering.add(process.pid)
+        return _result(outcome, process.returncode, timeout, stdout, stderr)
+
+    async def _supervise(
+        self,
+        process: anyio.abc.Process,
+        stdout: _Capture,
+        stderr: _Capture,
+        timeout: int,
+        call: CallContext,
+    ) -> str:
+        """Wait for the command; ``"exited"``, ``"timeout"`` or ``"cancelled"``."""
+        started = anyio.current_time()
+        deadline = anyio.CancelScope(deadline=started + timeout)
+        flagged = False
+
+        async def watch() -> None:
+            nonlocal flagged
+            reported = 0
+            while True:
+                await anyio.sleep(_POLL_SECONDS)
+                if call.cancelled.is_set():
+                    flagged = True
+                    deadline.cancel()
+                    return
+                elapsed = int(anyio.current_time() - started)
+                if elapsed > reported:
+                    reported = elapsed
+                    call.report_progress(elapsed, timeout, f"running for {elapsed}s")
+
+        async with anyio.create_task_group() as watchers:
+            watchers.start_soon(watch)
+            with deadline:
+                async with anyio.create_task_group() as readers:
+                    readers.start_soon(_drain, process.stdout, stdout)
+                    readers.start_soon(_drain, process.stderr, stderr)
+                await process.wait()
+            watchers.cancel_scope.cancel()
+        if not deadline.cancelled_caught:
+            return "exited"
+        await stop_group(process)
+        with anyio.move_on_after(_FINAL_DRAIN_SECONDS, shield=True):
+            async with anyio.create_task_group() as readers:
+                readers.start_soon(_drain, process.stdout, stdout)
+                readers.start_soon(_drain, process.stderr, stderr)
+        return "cancelled" if flagged else "timeout"
+
+    async def close(self) -> None:
+        """Stop every process group still running, and those left behind by finished commands."""
+        for process in list(self._running.values()):
+            await stop_group(process)
+        for pgid in list(self._lingering):
+            _signal_group(pgid, signal.SIGKILL)
+        self._lingering.clear()
+
+
+def _result(
+    outcome: str, returncode: int | None, timeout: int, stdout: _Capture, stderr: _Capture
+) -> ToolResult:
+    if outcome == "timeout":
+        header = f"timed out after {timeout} s; the command's process group was killed"
+        failed = True
+    elif outcome == "cancelled":
+        header = "cancelled; the command's process group was killed"
+        failed = True
+    elif returncode is not None and returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        header = f"killed by {name} (exit code {returncode})"
+        failed = True
+    else:
+        header = f"exit code {returncode}"
+        failed = returncode != 0
+    sections = [part for part in (stdout.render("stdout"), stderr.render("stderr")) if part is not None]
+    body = "\n".join([header, *sections]) if sections else f"{header}\n(no output)"
+    return ToolResult.error(body) if failed else ToolResult.text(body)

@@ -1,0 +1,242 @@
+"""awf-mcp plugin ``sqlite``: read-only tools over one SQLite database file.
+
+Tools
+-----
+``sqlite_tables``  the tables and views, by name;
+``sqlite_schema``  one table's ``CREATE`` statement and columns;
+``sqlite_query``   one read-only SQL statement with bound ``params``.
+
+Settings (``[plugins.sqlite]`` in ``awf-mcp.toml`` or ``AWF_MCP_PLUGIN_SQLITE_<KEY>``)
+------------------------------------------------------------------------------------
+``database``  the database file (required; a relative path is resolved against the
+              server's first root). Read when a tool runs, so the tools are listed
+              even before the setting exists and a call says what to add.
+``max_rows``  the most rows ``sqlite_query`` returns (default 500).
+
+Threat model: the SQL comes from a model and may be hostile. The file is opened
+read-only (``mode=ro`` URI) with ``PRAGMA query_only=ON``; ``sqlite_query`` only
+accepts statements starting with SELECT, WITH, VALUES or EXPLAIN, and an
+authorizer denies everything except reading tables, selecting, calling
+functions and recursive CTEs (so no writes, ATTACH, PRAGMA or schema changes
+even inside a CTE). Parameters are always bound, never formatted into SQL;
+``sqlite_schema`` looks the table up in ``sqlite_master`` by a bound parameter.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from awf_mcp import PluginContext, ToolError, hookimpl, tool
+
+__all__ = ["Column", "QueryResult", "SchemaResult", "SqliteTools", "Table", "TablesResult"]
+
+DEFAULT_MAX_ROWS = 500
+READ_KEYWORDS = frozenset({"SELECT", "WITH", "VALUES", "EXPLAIN"})
+_LEADING_NOISE = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/|\()*", re.DOTALL)
+_ALLOWED_ACTIONS = frozenset(
+    {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
+)
+_BLOB_PREVIEW_BYTES = 64
+
+Param = str | int | float | bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """One table or view."""
+
+    name: str
+    type: str
+
+
+@dataclass(frozen=True, slots=True)
+class TablesResult:
+    """What ``sqlite_tables`` returns."""
+
+    database: str
+    tables: list[Table]
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column of a table, as ``pragma_table_info`` describes it."""
+
+    name: str
+    type: str
+    not_null: bool
+    default: str | None
+    primary_key: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaResult:
+    """What ``sqlite_schema`` returns."""
+
+    name: str
+    type: str
+    sql: str | None
+    columns: list[Column]
+
+
+@dataclass(frozen=True, slots=True)
+class QueryResult:
+    """What ``sqlite_query`` returns; ``note`` explains a truncation."""
+
+    columns: list[str]
+    rows: list[list[Any]]
+    row_count: int
+    truncated: bool
+    note: str | None = None
+
+
+def first_keyword(sql: str) -> str:
+    """The statement's first keyword, upper-cased, after comments, blanks and parentheses."""
+    rest = sql[_LEADING_NOISE.match(sql).end() :]  # type: ignore[union-attr]
+    match = re.match(r"[A-Za-z]+", rest)
+    return match.group(0).upper() if match else ""
+
+
+def _authorize(action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None) -> int:
+    return sqlite3.SQLITE_OK if action in _ALLOWED_ACTIONS else sqlite3.SQLITE_DENY
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, bytes):
+        if len(value) <= _BLOB_PREVIEW_BYTES:
+            return f"X'{value.hex().upper()}'"
+        return f"<blob of {len(value)} bytes>"
+    return value
+
+
+class SqliteTools:
+    """The three tools, bound to one plugin's settings and roots."""
+
+    def __init__(self, plugin: PluginContext) -> None:
+        self.plugin = plugin
+
+    def database_path(self) -> Path:
+        """The configured database file, resolved against the first root."""
+        path = Path(str(self.plugin.setting("database"))).expanduser()
+        if not path.is_absolute():
+            base = Path(self.plugin.roots[0]) if self.plugin.roots else Path.cwd()
+            path = base / path
+        return path.resolve()
+
+    def max_rows(self) -> int:
+        """The row cap of ``sqlite_query``."""
+        value = self.plugin.setting("max_rows", DEFAULT_MAX_ROWS)
+        try:
+            rows = int(value)
+        except (TypeError, ValueError):
+            rows = 0
+        if rows < 1:
+            raise ToolError(f"plugin 'sqlite' setting max_rows must be a positive integer, got {value!r}")
+        return rows
+
+    @contextmanager
+    def connect(self) -> Iterator[sqlite3.Connection]:
+        """A read-only connection to the database, closed afterwards."""
+        path = self.database_path()
+        if not path.is_file():
+            raise ToolError(f"SQLite database {path} does not exist (plugin 'sqlite' setting 'database')")
+        try:
+            connection = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+        except sqlite3.Error as exc:
+            raise ToolError(f"cannot open SQLite database {path}: {exc}") from None
+        try:
+            connection.execute("PRAGMA query_only = ON")
+            yield connection
+        except sqlite3.Error as exc:
+            raise ToolError(f"SQLite error: {exc}") from None
+        finally:
+            connection.close()
+
+    @tool(read_only=True, idempotent=True, open_world=False)
+    def tables(self) -> TablesResult:
+        """List the tables and views of the configured SQLite database."""
+        with self.connect() as db:
+            rows = db.execute(
+                "SELECT name, type FROM sqlite_master "
+                "WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"
+            ).fetchall()
+        return TablesResult(database=str(self.database_path()), tables=[Table(n, t) for n, t in rows])
+
+    @tool(read_only=True, idempotent=True, open_world=False)
+    def schema(self, table: Annotated[str, "Table or view name, as sqlite_tables lists it."]) -> SchemaResult:
+        """Show one table's CREATE statement and its columns."""
+        with self.connect() as db:
+            found = db.execute(
+                "SELECT name, type, sql FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?",
+                (table,),
+            ).fetchone()
+            if found is None:
+                names = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+                known = ", ".join(sorted(names)) or "none"
+                raise ToolError(f"no table or view named {table!r} (tables: {known})")
+            columns = db.execute(
+                'SELECT name, type, "notnull", dflt_value, pk FROM pragma_table_info(?) ORDER BY cid',
+                (found[0],),
+            ).fetchall()
+        return SchemaResult(
+            name=found[0],
+            type=found[1],
+            sql=found[2],
+            columns=[Column(n, t or "", bool(nn), d, bool(pk)) for n, t, nn, d, pk in columns],
+        )
+
+    @tool(read_only=True, idempotent=True, open_world=False)
+    def query(
+        self,
+        sql: Annotated[str, "One read-only statement: SELECT, WITH, VALUES or EXPLAIN. Use ? placeholders."],
+        params: Annotated[list[Param] | None, "Values bound to the ? placeholders, in order."] = None,
+    ) -> QueryResult:
+        """Run one read-only SQL statement and return its rows (at most max_rows, default 500).
+
+        Writes, ATTACH and PRAGMA are refused. Bind values with ? and params; never
+        paste values into the SQL text.
+        """
+        keyword = first_keyword(sql)
+        if keyword not in READ_KEYWORDS:
+            shown = keyword or sql.strip()[:20]
+            raise ToolError(
+                f"sqlite_query runs read-only statements only (SELECT, WITH, VALUES, EXPLAIN); "
+                f"{shown!r} is refused"
+            )
+        cap = self.max_rows()
+        with self.connect() as db:
+            db.set_authorizer(_authorize)
+            try:
+                cursor = db.execute(sql, tuple(params or ()))
+            except sqlite3.DatabaseError as exc:
+                if "not authorized" in str(exc):
+                    raise ToolError(
+                        "sqlite_query refused the statement: it may only read tables and call "
+                        "functions (no writes, ATTACH, PRAGMA or schema changes); use sqlite_schema "
+                        "for table structure"
+                    ) from None
+                raise
+            columns = [item[0] for item in cursor.description or ()]
+            fetched = cursor.fetchmany(cap + 1)
+        truncated = len(fetched) > cap
+        rows = [[_json_value(value) for value in row] for row in fetched[:cap]]
+        note = (
+            f"only the first {cap} rows are shown; add LIMIT/OFFSET or a WHERE clause to see others"
+            if truncated
+            else None
+        )
+        return QueryResult(columns=columns, rows=rows, row_count=len(rows), truncated=truncated, note=note)
+
+
+@hookimpl
+def awf_mcp_register_tools(plugin: PluginContext) -> None:
+    """Contribute ``sqlite_tables``, ``sqlite_schema`` and ``sqlite_query``."""
+    tools = SqliteTools(plugin)
+    plugin.register(tools.tables)
+    plugin.register(tools.schema)
+    plugin.register(tools.query)

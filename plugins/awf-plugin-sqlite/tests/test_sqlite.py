@@ -1,0 +1,143 @@
+"""The sqlite plugin's tools against a real database file, through awf-mcp's function provider."""
+
+from __future__ import annotations
+
+import sqlite3
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+from awf_plugin_sqlite import awf_mcp_register_tools, first_keyword
+
+from awf_mcp import PluginContext, ToolError
+from awf_mcp.authoring import FunctionToolProvider
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def database(tmp_path: Path) -> Path:
+    path = tmp_path / "shop.sqlite"
+    with sqlite3.connect(path) as db:
+        db.executescript(
+            """
+            CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, price REAL DEFAULT 0);
+            CREATE VIEW cheap AS SELECT name FROM items WHERE price < 2;
+            INSERT INTO items (name, price) VALUES ('apple', 1.5), ('pear', 2.5), ('fig', 0.5);
+            """
+        )
+    return path
+
+
+def provider(settings: dict[str, Any], roots: tuple[str, ...] = ()) -> FunctionToolProvider:
+    context = PluginContext(name="sqlite", settings=settings, roots=roots)
+    awf_mcp_register_tools(plugin=context)
+    return FunctionToolProvider(plugin="sqlite", source="plugin:sqlite", functions=context.registered)
+
+
+async def call(tools: FunctionToolProvider, name: str, arguments: dict[str, Any]) -> Any:
+    result = await tools.call_tool(name, arguments)
+    assert result is not None and not result.is_error
+    return result.structured_content
+
+
+def test_entry_point_names_the_plugin_sqlite() -> None:
+    points = {ep.name: ep.value for ep in metadata.entry_points(group="awf_mcp")}
+    assert points.get("sqlite") == "awf_plugin_sqlite"
+
+
+def test_three_read_only_tools_are_listed_without_the_setting() -> None:
+    definitions = provider({}).list_tools()
+    assert [d.name for d in definitions] == ["sqlite_query", "sqlite_schema", "sqlite_tables"]
+    assert all(d.annotations is not None and d.annotations.read_only for d in definitions)
+
+
+@pytest.mark.anyio
+async def test_relative_database_resolves_against_first_root(database: Path) -> None:
+    tools = provider({"database": database.name}, roots=(str(database.parent),))
+    listing = await call(tools, "sqlite_tables", {})
+    assert listing["tables"] == [{"name": "cheap", "type": "view"}, {"name": "items", "type": "table"}]
+
+
+@pytest.mark.anyio
+async def test_schema_lists_columns(database: Path) -> None:
+    schema = await call(provider({"database": str(database)}), "sqlite_schema", {"table": "items"})
+    assert [c["name"] for c in schema["columns"]] == ["id", "name", "price"]
+    assert schema["columns"][1]["not_null"] is True
+    assert schema["sql"].startswith("CREATE TABLE items")
+
+
+@pytest.mark.anyio
+async def test_schema_of_unknown_table_names_the_known_ones(database: Path) -> None:
+    hostile = "items; DROP TABLE items"
+    with pytest.raises(
+        ToolError, match=r"no table or view named 'items; DROP TABLE items' \(tables: items\)"
+    ):
+        await provider({"database": str(database)}).call_tool("sqlite_schema", {"table": hostile})
+
+
+@pytest.mark.anyio
+async def test_query_binds_params(database: Path) -> None:
+    tools = provider({"database": str(database)})
+    sql = "SELECT name FROM items WHERE price > ? ORDER BY id"
+    rows = await call(tools, "sqlite_query", {"sql": sql, "params": [1]})
+    assert rows == {
+        "columns": ["name"],
+        "rows": [["apple"], ["pear"]],
+        "row_count": 2,
+        "truncated": False,
+        "note": None,
+    }
+    count = "SELECT count(*) FROM items WHERE name = ?"
+    injected = await call(tools, "sqlite_query", {"sql": count, "params": ["x' OR '1'='1"]})
+    assert injected["rows"] == [[0]]
+
+
+@pytest.mark.anyio
+async def test_query_caps_rows_with_a_note(database: Path) -> None:
+    tools = provider({"database": str(database), "max_rows": "2"})
+    rows = await call(tools, "sqlite_query", {"sql": "SELECT id FROM items"})
+    assert rows["row_count"] == 2 and rows["truncated"] is True
+    assert "first 2 rows" in rows["note"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DELETE FROM items",
+        "  -- sneaky\n insert into items (name) values ('x')",
+        "WITH x AS (SELECT 1) INSERT INTO items (name) SELECT 'y' FROM x",
+        "ATTACH DATABASE ':memory:' AS other",
+        "PRAGMA query_only = OFF",
+        "SELECT * FROM pragma_table_info('items')",
+    ],
+)
+async def test_query_refuses_anything_but_reading(database: Path, sql: str) -> None:
+    with pytest.raises(ToolError, match="sqlite_query"):
+        await provider({"database": str(database)}).call_tool("sqlite_query", {"sql": sql})
+    with sqlite3.connect(database) as db:
+        assert db.execute("SELECT count(*) FROM items").fetchone() == (3,)
+
+
+@pytest.mark.anyio
+async def test_missing_setting_says_what_to_add() -> None:
+    with pytest.raises(ToolError, match=r"needs setting 'database'.*AWF_MCP_PLUGIN_SQLITE_DATABASE"):
+        await provider({}).call_tool("sqlite_tables", {})
+
+
+@pytest.mark.anyio
+async def test_missing_file_is_reported_not_created(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.sqlite"
+    with pytest.raises(ToolError, match="does not exist"):
+        await provider({"database": str(missing)}).call_tool("sqlite_tables", {})
+    assert not missing.exists()
+
+
+def test_first_keyword_skips_comments_and_parentheses() -> None:
+    assert first_keyword("/* a */ -- b\n ( select 1)") == "SELECT"
+    assert first_keyword("   ") == ""

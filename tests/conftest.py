@@ -1,0 +1,33 @@
+"""Shared fixtures: the anyio backend, a sandbox root, the test-only plugin's presence."""
+
+from __future__ import annotations
+
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """An empty directory to serve as the sandbox root."""
+    directory = tmp_path / "root"
+    directory.mkdir()
+    return directory
+
+
+def testkit_installed() -> bool:
+    """True when tests/fixtures/awf-plugin-testkit is installed (CI installs it)."""
+    return any(ep.name == "testkit" for ep in metadata.entry_points(group="awf_mcp"))
+
+
+@pytest.fixture
+def testkit() -> None:
+    """Require the test-only plugin; its absence is an installation error, not a skip."""
+    if not testkit_installed():
+        pytest.fail("awf-plugin-testkit is not installed: pip install -e tests/fixtures/awf-plugin-testkit")

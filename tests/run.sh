@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Install awf-mcp with its test extra, the test-only and example plugins, into .venv; run pytest.
+# Usage: bash tests/run.sh [pytest args...]     (AWF_MCP_VENV overrides the venv location)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv="${AWF_MCP_VENV:-.venv}"
+python="${PYTHON:-python3}"
+if [ ! -x "$venv/bin/python" ]; then
+  "$python" -m venv "$venv"
+fi
+pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
+"${pip[@]}" install --upgrade pip setuptools wheel
+"${pip[@]}" install -e ".[test]"
+for plugin in tests/fixtures/awf-plugin-* plugins/awf-plugin-*; do
+  [ -f "$plugin/pyproject.toml" ] && "${pip[@]}" install --no-deps -e "$plugin"
+done
+set +e
+"$venv/bin/python" -m pytest "$@"
+status=$?
+set -e
+if [ "$status" -eq 5 ]; then
+  echo "tests/run.sh: pytest collected no tests; that is a failure" >&2
+  exit 1
+fi
+exit "$status"
