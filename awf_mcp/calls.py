@@ -47,6 +47,8 @@ from awf_mcp.registry import RegisteredTool, Registry
 
 log = logging.getLogger("awf_mcp.calls")
 
+PROGRESS_DRAIN_SECONDS = 1.0
+
 ProgressSink = Callable[[float, float | None, str | None], Awaitable[None]]
 """Sends one progress notification for the running call (the adapter provides it)."""
 
@@ -150,9 +152,10 @@ class ToolInvoker:
         self, tool: RegisteredTool, arguments: Mapping[str, Any], progress: ProgressSink | None
     ) -> ToolResult:
         context = CallContext(tool_name=tool.name)
+        finish_progress: Callable[[], None] = _no_pump
         async with anyio.create_task_group() as group:
             if progress is not None:
-                context.report_progress = _progress_pump(group, progress)
+                context.report_progress, finish_progress = _progress_pump(group, progress)
             token = bind_call_context(context)
             try:
                 with anyio.fail_after(self.timeout_seconds):
@@ -176,7 +179,7 @@ class ToolInvoker:
             finally:
                 unbind_call_context(token)
                 context.report_progress = _ignore_progress
-                group.cancel_scope.cancel()
+                finish_progress()
         return result
 
 
@@ -205,28 +208,50 @@ def _ignore_progress(progress: float, total: float | None = None, message: str |
     return None
 
 
+def _no_pump() -> None:
+    return None
+
+
 def _progress_pump(
     group: anyio.abc.TaskGroup, sink: ProgressSink
-) -> Callable[[float, float | None, str | None], None]:
-    """A thread-safe ``report_progress`` that forwards to ``sink`` from the event loop."""
+) -> tuple[Callable[[float, float | None, str | None], None], Callable[[], None]]:
+    """A thread-safe ``report_progress`` forwarding to ``sink``, and the function that ends it.
+
+    Ending it lets the notifications already reported go out first (at most
+    ``PROGRESS_DRAIN_SECONDS``), so a report made just before the tool returns
+    is never lost.
+    """
     loop = asyncio.get_running_loop()
     send, receive = anyio.create_memory_object_stream[tuple[float, float | None, str | None]](
         max_buffer_size=math.inf
     )
 
     async def pump() -> None:
-        async with receive:
-            async for progress, total, message in receive:
-                try:
-                    await sink(progress, total, message)
-                except Exception:
-                    log.debug("progress notification failed", exc_info=True)
+        with anyio.CancelScope() as scope:
+            scopes.append(scope)
+            async with receive:
+                async for progress, total, message in receive:
+                    try:
+                        await sink(progress, total, message)
+                    except Exception:
+                        log.debug("progress notification failed", exc_info=True)
 
+    scopes: list[anyio.CancelScope] = []
     group.start_soon(pump)
+
+    def finish() -> None:
+        send.close()
+        for scope in scopes:
+            scope.deadline = anyio.current_time() + PROGRESS_DRAIN_SECONDS
 
     def report(progress: float, total: float | None = None, message: str | None = None) -> None:
         item = (float(progress), None if total is None else float(total), message)
         with contextlib.suppress(RuntimeError):  # the loop has closed: the call is over
-            loop.call_soon_threadsafe(send.send_nowait, item)
+            loop.call_soon_threadsafe(_offer, send, item)
 
-    return report
+    return report, finish
+
+
+def _offer(send: Any, item: tuple[float, float | None, str | None]) -> None:
+    with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+        send.send_nowait(item)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from awf_mcp.builtins import BuiltinTools, Sandbox
+
 
 @pytest.fixture
 def anyio_backend() -> str:
@@ -19,6 +21,12 @@ def root(tmp_path: Path) -> Path:
     directory = tmp_path / "root"
     directory.mkdir()
     return directory
+
+
+@pytest.fixture
+def tools(root: Path) -> BuiltinTools:
+    """The built-in tools confined to ``root``."""
+    return BuiltinTools(Sandbox([str(root)]))
 
 
 def testkit_installed() -> bool:

@@ -14,6 +14,17 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
 for plugin in tests/fixtures/awf-plugin-* plugins/awf-plugin-*; do
   [ -f "$plugin/pyproject.toml" ] && "${pip[@]}" install --no-deps -e "$plugin"
 done
+# Node.js test tools (the MCP conformance suite), pinned by their package-lock.json files.
+if command -v npm >/dev/null 2>&1; then
+  for node_dir in tests/conformance; do
+    if [ ! -d "$node_dir/node_modules" ]; then
+      npm ci --prefix "$node_dir" --no-audit --no-fund --loglevel=error
+    fi
+  done
+else
+  echo "tests/run.sh: npm not found: the Node.js-based tests will be skipped (AWF_MCP_SKIP_NODE=1)" >&2
+  export AWF_MCP_SKIP_NODE=1
+fi
 set +e
 "$venv/bin/python" -m pytest "$@"
 status=$?

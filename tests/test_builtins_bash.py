@@ -16,21 +16,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from awf_mcp.builtins import BuiltinTools, Sandbox
+from awf_mcp.builtins import BuiltinTools
 from awf_mcp.builtins.limits import BASH_OUTPUT_BYTES
 from awf_mcp.ports import CallContext, ToolError, ToolResult, bind_call_context, unbind_call_context
-
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def tools(root: Path) -> BuiltinTools:
-    return BuiltinTools(Sandbox([str(root)]))
 
 
 @pytest.fixture

@@ -24,11 +24,6 @@ PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + b"\x00" * 40
 NO_PLUGINS = {"AWF_MCP_NO_PLUGINS": "1"}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def text_of(result: Any) -> str:
     return "".join(getattr(item, "text", "") for item in result.content)
 

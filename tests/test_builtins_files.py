@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from awf_mcp.builtins import BuiltinTools, Sandbox, awf_mcp_register_tools
+from awf_mcp.builtins import BuiltinTools, awf_mcp_register_tools
 from awf_mcp.builtins.limits import MAX_FILE_BYTES, READ_DEFAULT_LINES
 from awf_mcp.ports import PluginContext, ToolError, ToolProvider, ToolResult
 
@@ -19,16 +19,6 @@ PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + b"\x00" * 40
 JPEG = b"\xff\xd8\xff\xe0" + b"\x00" * 40
 GIF = b"GIF89a" + b"\x00" * 40
 WEBP = b"RIFF\x20\x00\x00\x00WEBPVP8 " + b"\x00" * 40
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def tools(root: Path) -> BuiltinTools:
-    return BuiltinTools(Sandbox([str(root)]))
 
 
 async def text_of(tools: BuiltinTools, name: str, **arguments: Any) -> str:

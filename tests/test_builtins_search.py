@@ -16,16 +16,6 @@ from awf_mcp.builtins.patterns import expand_braces
 from awf_mcp.ports import CallContext, ToolError, ToolResult, bind_call_context, unbind_call_context
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def tools(root: Path) -> BuiltinTools:
-    return BuiltinTools(Sandbox([str(root)]))
-
-
 def make(root: Path, files: dict[str, str | bytes]) -> None:
     for rel, content in files.items():
         path = root / rel

@@ -156,3 +156,20 @@ async def test_the_observer_sees_one_record_per_call() -> None:
 def test_describe_exception_keeps_the_first_line_only() -> None:
     assert describe_exception(KeyError("k")) == "KeyError: 'k'"
     assert describe_exception(ValueError("one\ntwo")) == "ValueError: one"
+
+
+async def test_progress_reported_just_before_returning_is_not_lost() -> None:
+    def work(arguments: Mapping[str, Any]) -> ToolResult:
+        current_call().report_progress(1, 1, "last")
+        return ToolResult.text("done")
+
+    seen: list[str | None] = []
+
+    async def sink(progress: float, total: float | None, message: str | None) -> None:
+        await anyio.sleep(0.01)  # sending a notification takes a moment
+        seen.append(message)
+
+    invoker = invoker_for(StaticProvider(definition("demo_a"), answers={"demo_a": work}))
+    for _ in range(20):
+        await invoker.call("demo_a", {"text": "x"}, progress=sink)
+    assert seen == ["last"] * 20

@@ -19,11 +19,6 @@ from awf_mcp.ports import ToolError, ToolResult
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def world(tmp_path: Path) -> dict[str, Path]:
     """A root with symlinks pointing out, and a sibling directory holding a secret."""
     root = tmp_path / "root"
