@@ -438,6 +438,45 @@ def plugin_init(
     print(f"next: pip install -e {created} && awf-mcp tools list", file=sys.stderr)
 
 
+@plugins_app.command("install")
+def plugins_install(
+    spec: Annotated[
+        str, typer.Argument(help="A requirement (awf-plugin-echo==1.0), a source directory or a wheel.")
+    ],
+    target: Annotated[
+        str | None, typer.Option("--target", help="Plugin directory (default: the first one).")
+    ] = None,
+    find_links: Annotated[
+        list[str] | None, typer.Option("--find-links", help="Extra place to look for wheels (repeatable).")
+    ] = None,
+) -> None:
+    """Install a plugin into the plugin directory (what the single executable loads plugins from)."""
+    from pathlib import Path
+
+    from awf_mcp import installer
+
+    report = _guarded(
+        lambda: installer.install(spec, target=Path(target) if target else None, find_links=find_links or ())
+    )
+    print(report.summary())
+
+
+@plugins_app.command("uninstall")
+def plugins_uninstall(
+    name: Annotated[str, typer.Argument(help="Plugin or distribution name.")],
+    target: Annotated[
+        str | None, typer.Option("--target", help="Plugin directory (default: the first one).")
+    ] = None,
+) -> None:
+    """Remove a plugin installed with `awf-mcp plugins install`, and what only it needed."""
+    from pathlib import Path
+
+    from awf_mcp import installer
+
+    removed = _guarded(lambda: installer.uninstall(name, target=Path(target) if target else None))
+    print("removed: " + ", ".join(removed))
+
+
 def main() -> None:
     """Console-script entry point."""
     app()
