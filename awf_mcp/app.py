@@ -79,14 +79,15 @@ def policy_from(manager: pluggy.PluginManager) -> Policy | None:
 
 def log_call(record: CallRecord) -> None:
     """The default call observer: one log record per call (fields under ``call`` for JSON logs)."""
+    fields = call_fields(record)
     log.info(
         "call %s source=%s duration_ms=%.1f is_error=%s%s",
         record.tool,
         record.source,
         record.duration_ms,
         record.is_error,
-        f" error={record.error!r}" if record.error else "",
-        extra={"call": call_fields(record)},
+        f" error={fields['error']!r}" if fields["error"] else "",
+        extra={"call": fields},
     )
 
 

@@ -48,6 +48,8 @@ from awf_mcp.registry import RegisteredTool, Registry
 log = logging.getLogger("awf_mcp.calls")
 
 PROGRESS_DRAIN_SECONDS = 1.0
+#: The error of a call the client cancelled (it gets no result: the SDK answers nothing).
+CANCELLED = "cancelled by the client"
 
 ProgressSink = Callable[[float, float | None, str | None], Awaitable[None]]
 """Sends one progress notification for the running call (the adapter provides it)."""
@@ -58,7 +60,11 @@ Policy = Callable[[str, str, Mapping[str, Any]], str | None]
 
 @dataclass(frozen=True, slots=True)
 class CallRecord:
-    """What one finished call looked like; handed to the ``observer``."""
+    """What one finished call looked like; handed to the ``observer``.
+
+    Every call that reached a tool gives one record — results, errors, denials, timeouts,
+    and cancellations (``error`` = :data:`CANCELLED`). An unknown tool name gives none.
+    """
 
     tool: str
     source: str
@@ -66,6 +72,13 @@ class CallRecord:
     duration_ms: float
     is_error: bool
     error: str | None
+
+
+def _error_text(result: ToolResult) -> str | None:
+    """The text an ``isError`` result carried, for the call record; ``None`` for a success."""
+    if not result.is_error:
+        return None
+    return " ".join(c.text for c in result.content if c.type == "text")
 
 
 def describe_exception(exc: BaseException) -> str:
@@ -99,25 +112,26 @@ class ToolInvoker:
         tool = self.registry.lookup(name)
         started = time.perf_counter()
         args: Mapping[str, Any] = arguments if isinstance(arguments, Mapping) else {}
-        with call_span(name, tool.definition.source) as span:
-            result = self._precheck(tool, arguments)
-            if result is None:
-                result = await self._run(tool, args, progress)
-            span.set_attribute("tool.is_error", result.is_error)
-        if self.observer is not None:
-            error = None
-            if result.is_error:
-                error = " ".join(c.text for c in result.content if c.type == "text")[:500]
-            self.observer(
-                CallRecord(
-                    tool=name,
-                    source=tool.definition.source,
-                    arguments=args,
-                    duration_ms=(time.perf_counter() - started) * 1000,
-                    is_error=result.is_error,
-                    error=error,
+        result: ToolResult | None = None
+        try:
+            with call_span(name, tool.definition.source) as span:
+                result = self._precheck(tool, arguments)
+                if result is None:
+                    result = await self._run(tool, args, progress)
+                span.set_attribute("tool.is_error", result.is_error)
+        finally:
+            # A cancelled call is observed too: the audit log sees every call that ran.
+            if self.observer is not None:
+                self.observer(
+                    CallRecord(
+                        tool=name,
+                        source=tool.definition.source,
+                        arguments=args,
+                        duration_ms=(time.perf_counter() - started) * 1000,
+                        is_error=result is None or result.is_error,
+                        error=CANCELLED if result is None else _error_text(result),
+                    )
                 )
-            )
         return result
 
     def _precheck(self, tool: RegisteredTool, arguments: Any) -> ToolResult | None:

@@ -1,9 +1,11 @@
 """The ``awf-mcp`` command line (Typer).
 
-Commands: ``serve``, ``tools list``, ``tools call``, ``plugins list``, and
-``--version``. This module parses arguments, prints (rich tables for people,
-stable JSON for scripts) and maps :class:`~awf_mcp.errors.AwfError` to exit
-codes (see :mod:`awf_mcp.errors`); the work is done by :mod:`awf_mcp.app`.
+Commands: ``serve``, ``tools list``, ``tools call``, ``config CLIENT``, ``plugins
+list|install|uninstall``, ``plugin init`` and ``--version``. This module parses
+arguments, prints (rich tables for people, stable JSON for scripts) and maps
+:class:`~awf_mcp.errors.AwfError` to exit codes (see :mod:`awf_mcp.errors`); the
+work is done by :mod:`awf_mcp.app` (and :mod:`awf_mcp.clientconfig`,
+:mod:`awf_mcp.installer`, :mod:`awf_mcp.scaffold`).
 
 ``serve`` never imports ``rich``: start-up time is paid by every agent session.
 """
@@ -369,6 +371,61 @@ def tools_call(
                 )
     if result.is_error:
         raise typer.Exit(3)
+
+
+@app.command("config")
+def client_config(
+    client: Annotated[str, typer.Argument(help="claude, gemini, codex, or json (a generic snippet).")],
+    write: Annotated[
+        bool, typer.Option("--write", help="Apply it to the client's file (a .bak copy is kept).")
+    ] = False,
+    scope: Annotated[
+        str, typer.Option("--scope", help="project (files in the current directory) or user.")
+    ] = "project",
+    trust: Annotated[
+        str | None,
+        typer.Option(
+            "--trust",
+            help="Let the client run tools without asking: read-only (Read, Glob, Grep, ...) or all.",
+        ),
+    ] = None,
+    name: Annotated[str, typer.Option("--name", help="Server name in the client's config.")] = "awf",
+    root: RootOpt = None,
+    only: OnlyOpt = None,
+    exclude: ExcludeOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Print (or --write) the MCP configuration that makes CLIENT start `awf-mcp serve`.
+
+    --root, --only, --exclude and --config are passed on to `serve`; paths become absolute.
+    """
+    from awf_mcp import clientconfig
+
+    _guarded(lambda: clientconfig.check_options(client, scope, trust, name))
+    # The tools the entry would serve, so that --trust read-only names the right ones.
+    rt = _guarded(lambda: _start(root=root, only=only, exclude=exclude, config=config))
+    try:
+        tools = [
+            (d.name, bool(d.annotations is not None and d.annotations.read_only))
+            for d in rt.registry.definitions()
+        ]
+    finally:
+        _close(rt)
+    text = _guarded(
+        lambda: clientconfig.configure(
+            client,
+            write_files=write,
+            scope=scope,
+            trust=trust,
+            roots=root or (),
+            only=only or (),
+            exclude=exclude or (),
+            config=config,
+            server_name=name,
+            tools=tools,
+        )
+    )
+    print(text, end="" if text.endswith("\n") else "\n")
 
 
 @plugins_app.command("list")

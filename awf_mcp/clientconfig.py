@@ -158,7 +158,8 @@ class WriteReport:
         return "\n".join(lines)
 
 
-def _check(client: str, scope: str, trust: str | None, server_name: str) -> None:
+def check_options(client: str, scope: str, trust: str | None, server_name: str) -> None:
+    """Raise :class:`UserError` for an unknown client, scope or trust level, or an unusable name."""
     if client not in CLIENTS:
         raise UserError(f"unknown client '{client}'; use one of: {', '.join(CLIENTS)}")
     if scope not in SCOPES:
@@ -319,7 +320,7 @@ def render(
     env: Mapping[str, str] | None = None,
 ) -> str:
     """The configuration for CLIENT as text to print: the exact snippet, where it goes, and trust."""
-    _check(client, scope, trust, server_name)
+    check_options(client, scope, trust, server_name)
     cwd = Path.cwd() if cwd is None else cwd
     home = Path.home() if home is None else home
     env = os.environ if env is None else env
@@ -446,7 +447,7 @@ def write(
 
     Every file is read and parsed first; if any cannot be parsed, nothing is written.
     """
-    _check(client, scope, trust, server_name)
+    check_options(client, scope, trust, server_name)
     if client == "json":
         raise UserError("the json client only prints a snippet; use claude, gemini or codex with --write")
     env = os.environ if env is None else env

@@ -7,9 +7,11 @@ Contract
   ``--log-format json``.
 * :class:`AuditLog` appends one JSONL record per finished call to a file:
   ``ts``, ``tool``, ``source``, ``duration_ms``, ``is_error``, ``error``,
-  ``arguments``. Argument values under secret-looking keys (token, password,
-  secret, key, authorization, credential, cookie) are replaced by ``"***"``;
-  strings longer than :data:`MAX_VALUE_CHARS` are truncated with a note. Each
+  ``arguments`` (the format is documented in ``docs/audit.md``). Argument
+  values under secret-looking keys (token, password, secret, key,
+  authorization, credential, cookie, session) are replaced by ``"***"``; the
+  error text and every argument string longer than :data:`MAX_VALUE_CHARS`
+  are truncated with a note. Each
   record is a single ``write(2)`` on an ``O_APPEND`` descriptor, under a lock,
   so concurrent calls never interleave lines — not even across processes
   sharing the file.
@@ -42,14 +44,19 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def truncate(text: str) -> str:
+    """``text``, cut to :data:`MAX_VALUE_CHARS` with a note saying how much was left out."""
+    if len(text) > MAX_VALUE_CHARS:
+        return f"{text[:MAX_VALUE_CHARS]}... ({len(text) - MAX_VALUE_CHARS} more characters)"
+    return text
+
+
 def redact(value: Any, key: str | None = None) -> Any:
     """``value`` with secrets masked and long strings truncated, recursively."""
     if key is not None and SECRET_KEY.search(key) and value is not None:
         return MASK
     if isinstance(value, str):
-        if len(value) > MAX_VALUE_CHARS:
-            return f"{value[:MAX_VALUE_CHARS]}... ({len(value) - MAX_VALUE_CHARS} more characters)"
-        return value
+        return truncate(value)
     if isinstance(value, dict):
         return {str(k): redact(v, str(k)) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -60,13 +67,13 @@ def redact(value: Any, key: str | None = None) -> Any:
 
 
 def call_fields(record: CallRecord) -> dict[str, Any]:
-    """The fields of a call log record (without arguments)."""
+    """The fields of a call log record (without arguments); a long error text is truncated."""
     return {
         "tool": record.tool,
         "source": record.source,
         "duration_ms": round(record.duration_ms, 3),
         "is_error": record.is_error,
-        "error": record.error,
+        "error": truncate(record.error) if record.error else record.error,
     }
 
 

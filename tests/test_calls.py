@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from awf_mcp.calls import CallRecord, ToolInvoker, describe_exception
+from awf_mcp.calls import CANCELLED, CallRecord, ToolInvoker, describe_exception
 from awf_mcp.errors import UnknownToolError
 from awf_mcp.ports import ToolError, ToolResult, current_call
 from awf_mcp.registry import RegisteredTool, Registry
@@ -151,6 +151,21 @@ async def test_the_observer_sees_one_record_per_call() -> None:
     assert [(r.tool, r.is_error) for r in records] == [("demo_a", False), ("demo_a", True)]
     assert records[1].error is not None and "required" in records[1].error
     assert records[0].source == "plugin:demo" and records[0].duration_ms >= 0
+
+
+async def test_a_cancelled_call_is_observed_as_cancelled() -> None:
+    records: list[CallRecord] = []
+
+    def hang(arguments: Mapping[str, Any]) -> ToolResult:
+        time.sleep(0.5)
+        return ToolResult.text("late")
+
+    invoker = invoker_for(
+        StaticProvider(definition("demo_a"), answers={"demo_a": hang}), observer=records.append
+    )
+    with anyio.move_on_after(0.1):
+        await invoker.call("demo_a", {"text": "x"})
+    assert [(r.tool, r.is_error, r.error) for r in records] == [("demo_a", True, CANCELLED)]
 
 
 def test_describe_exception_keeps_the_first_line_only() -> None:

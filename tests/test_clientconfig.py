@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
 import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from awf_mcp import clientconfig as cc
 from awf_mcp.errors import UserError
+from tests.harness import server_command, server_env
 
 COMMAND = ["/opt/awf/bin/awf-mcp", "serve", "--root", "/work/repo"]
 TOOLS = [("Read", True), ("Write", False), ("Grep", True), ("Glob", True), ("Bash", False)]
@@ -458,3 +462,92 @@ def test_configure_prints_and_writes(dirs: tuple[Path, Path]) -> None:
         base_command=["/bin/awf-mcp"],
     )
     assert "already up to date: nothing changed" in again and "updated" not in again
+
+
+# --------------------------------------------------------------------------- the CLI, end to end
+
+
+def run_config(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    env = server_env({"HOME": str(home), "CODEX_HOME": str(home / ".codex")})
+    env.pop("CLAUDE_CONFIG_DIR", None)
+    return subprocess.run(
+        server_command("config", *args),
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.e2e
+@pytest.mark.anyio
+async def test_cli_writes_an_entry_that_starts_a_working_server(dirs: tuple[Path, Path]) -> None:
+    cwd, home = dirs
+    (cwd / "marker.txt").write_text("configured and served\n")
+    done = run_config("claude", "--write", "--trust", "read-only", "--only", "Read", cwd=cwd, home=home)
+    assert done.returncode == 0, done.stderr
+    assert f"updated {cwd / '.mcp.json'}" in done.stdout
+
+    entry = json.loads((cwd / ".mcp.json").read_text())["mcpServers"]["awf"]
+    assert entry["args"][-3:] == ["serve", "--only", "Read"]
+    allowed = json.loads((cwd / ".claude" / "settings.json").read_text())["permissions"]["allow"]
+    assert "mcp__awf__Read" in allowed and "mcp__awf__Write" not in allowed
+
+    # Start exactly what the client would start, from another directory, and use it.
+    params = StdioServerParameters(
+        command=entry["command"], args=entry["args"], cwd=str(home), env=server_env()
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        listed = await session.list_tools()
+        assert [t.name for t in listed.tools] == ["Read"]
+        # No --root was given: the server's root is the directory it is started in.
+        result = await session.call_tool("Read", {"path": str(home / "nothing-here.txt")})
+        assert result.is_error
+
+
+def test_cli_trust_read_only_follows_the_served_tools_annotations(dirs: tuple[Path, Path]) -> None:
+    cwd, home = dirs
+    done = run_config("gemini", "--write", "--scope", "user", "--trust", "read-only", cwd=cwd, home=home)
+    assert done.returncode == 0, done.stderr
+    settings = json.loads((home / ".gemini" / "settings.json").read_text())
+    listed = subprocess.run(
+        server_command("tools", "list", "--json"), cwd=cwd, env=server_env(), capture_output=True, check=True
+    )
+    read_only = {
+        t["name"] for t in json.loads(listed.stdout)["tools"] if t.get("annotations", {}).get("readOnlyHint")
+    }
+    assert {"Read", "Glob", "Grep"} <= read_only
+    assert settings["tools"]["allowed"] == sorted(f"mcp_awf_{name}" for name in read_only)
+    assert not (cwd / ".gemini").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("vim",), "unknown client 'vim'"),
+        (("claude", "--scope", "galaxy"), "unknown scope 'galaxy'"),
+        (("codex", "--trust", "everything"), "unknown trust level 'everything'"),
+        (("json", "--write"), "json"),
+    ],
+)
+def test_cli_bad_options_are_clear_errors(
+    dirs: tuple[Path, Path], args: tuple[str, ...], needle: str
+) -> None:
+    cwd, home = dirs
+    done = run_config(*args, cwd=cwd, home=home)
+    assert done.returncode != 0
+    assert needle in done.stderr and "Traceback" not in done.stderr
+    assert list(cwd.iterdir()) == []
+
+
+def test_cli_refuses_an_unparsable_file_and_leaves_it_alone(dirs: tuple[Path, Path]) -> None:
+    cwd, home = dirs
+    broken = cwd / ".mcp.json"
+    broken.write_text("{not json")
+    done = run_config("claude", "--write", cwd=cwd, home=home)
+    assert done.returncode != 0 and str(broken) in done.stderr
+    assert broken.read_text() == "{not json"
+    assert not (cwd / ".mcp.json.bak").exists()

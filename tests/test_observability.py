@@ -10,6 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from awf_mcp.app import log_call
 from awf_mcp.calls import CallRecord
 from awf_mcp.observability import MASK, MAX_VALUE_CHARS, AuditLog, JsonLogFormatter, call_span, redact
 from tests.harness import mcp_session
@@ -37,6 +38,32 @@ def test_secret_looking_keys_are_masked_at_any_depth() -> None:
 def test_long_values_are_truncated_with_a_note() -> None:
     value = redact({"text": "x" * (MAX_VALUE_CHARS + 50)})["text"]
     assert value.startswith("x" * MAX_VALUE_CHARS) and value.endswith("(50 more characters)")
+
+
+def test_a_long_error_text_is_truncated_in_every_record(tmp_path: Path) -> None:
+    failed = CallRecord("Bash", "builtin", {}, 2.0, True, "exit code 1\n" + "y" * 100_000)
+    audit = AuditLog(str(tmp_path / "audit.jsonl"))
+    audit(failed)
+    audit.close()
+    entry = json.loads((tmp_path / "audit.jsonl").read_text())
+    assert len(entry["error"]) < MAX_VALUE_CHARS + 100 and entry["error"].startswith("exit code 1")
+    assert entry["error"].endswith(f"({len(failed.error or '') - MAX_VALUE_CHARS} more characters)")
+
+    captured: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = captured.append  # type: ignore[method-assign]
+    logger = logging.getLogger("awf_mcp")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        log_call(failed)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    (logged,) = [json.loads(JsonLogFormatter().format(r)) for r in captured]
+    assert logged["error"] == entry["error"]
+    assert len(logged["message"]) < MAX_VALUE_CHARS + 200
 
 
 def test_audit_records_from_many_threads_never_interleave(tmp_path: Path) -> None:
