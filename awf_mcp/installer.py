@@ -64,6 +64,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from awf_mcp.childenv import child_environment
 from awf_mcp.errors import ExecutionError, SystemFault, UserError
 
 __all__ = [
@@ -199,16 +200,7 @@ def bundled_distributions() -> dict[str, str]:
 
 def _child_env() -> dict[str, str]:
     """The environment for pip: this one, without what a PyInstaller bootloader set for itself."""
-    env = dict(os.environ)
-    if getattr(sys, "frozen", False):
-        for var in ("LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "LIBPATH"):
-            original = env.pop(f"{var}_ORIG", None)
-            if original is not None:
-                env[var] = original
-            else:
-                env.pop(var, None)
-        for var in [v for v in env if v.startswith("_PYI_") or v == "_MEIPASS2"]:
-            del env[var]
+    env = child_environment()
     for var in ("PYTHONPATH", "PYTHONHOME", "PIP_TARGET", "PIP_PREFIX", "PIP_USER", "PIP_REQUIRE_VIRTUALENV"):
         env.pop(var, None)
     env.update(_PIP_ENV)

@@ -71,21 +71,10 @@ def run(*args: str, env: dict[str, str], cwd: Path | None = None, timeout: float
     )
 
 
-def has_install_command(env: dict[str, str]) -> bool:
-    return run("plugins", "install", "--help", env=env).returncode == 0
-
-
 def install_echo(env: dict[str, str], target: Path) -> None:
-    """Install the echo example into ``target``: through the binary's own command where it has one."""
-    if has_install_command(env):
-        done = run(
-            "plugins", "install", str(ECHO), env={**env, "AWF_MCP_PLUGIN_PATH": str(target)}, timeout=300
-        )
-        assert done.returncode == 0, done.stderr
-    else:
-        from awf_mcp.installer import install
-
-        install(str(ECHO), target=target)
+    """Install the echo example into ``target`` with the binary's own ``plugins install``."""
+    done = run("plugins", "install", str(ECHO), env={**env, "AWF_MCP_PLUGIN_PATH": str(target)}, timeout=300)
+    assert done.returncode == 0, done.stderr
 
 
 # ---------------------------------------------------------------- one-shot commands
@@ -153,6 +142,23 @@ async def test_serve_calls_every_builtin(home: dict[str, str], tmp_path: Path) -
 
 
 @pytest.mark.anyio
+async def test_bash_children_get_the_users_environment_not_the_bundles(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    """The bootloader points LD_LIBRARY_PATH at the bundle; a Bash command must not see that."""
+    env = {**home, "LD_LIBRARY_PATH": "/opt/users/own/lib"}
+    params = StdioServerParameters(command=BINARY, args=["serve", "--root", str(tmp_path)], env=env)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        result = await session.call_tool(
+            "Bash", {"command": "env | grep -E '^(LD_LIBRARY_PATH|_PYI|_MEI)' | sort"}
+        )
+    assert not result.is_error, text_of(result)
+    seen = [line for line in text_of(result).splitlines() if "=" in line]
+    assert seen == ["LD_LIBRARY_PATH=/opt/users/own/lib"], text_of(result)
+
+
+@pytest.mark.anyio
 async def test_a_plugin_installed_for_the_binary_is_served(home: dict[str, str], tmp_path: Path) -> None:
     target = Path(home["AWF_MCP_PLUGIN_PATH"])
     install_echo(home, target)
@@ -172,13 +178,8 @@ async def test_a_plugin_installed_for_the_binary_is_served(home: dict[str, str],
         result = await session.call_tool("echo_echo", {"text": "frozen", "prefix": ">"})
         assert not result.is_error and json.loads(text_of(result))["output"] == ">frozen"
 
-    if has_install_command(home):
-        removed = run("plugins", "uninstall", "echo", env=home)
-        assert removed.returncode == 0, removed.stderr
-    else:
-        from awf_mcp.installer import uninstall
-
-        uninstall("echo", target=target)
+    removed = run("plugins", "uninstall", "echo", env=home)
+    assert removed.returncode == 0, removed.stderr
     assert list(target.glob("*.dist-info")) == []
 
 
