@@ -6,13 +6,16 @@
 2. :func:`start` — load plugins (:mod:`awf_mcp.plugins`), build the registry
    (:mod:`awf_mcp.registry`; fatal on collision), wire the policy hook and the
    call observer into a :class:`~awf_mcp.calls.ToolInvoker`;
-3. serve until stdin EOF, SIGTERM or SIGINT;
-4. :func:`close` — every provider's ``close()``, each bounded in time, so
+3. :func:`settle` — move everything start-up allocated (the SDK's and the
+   plugins' modules, the registry) out of the garbage collector's reach;
+4. serve until stdin EOF, SIGTERM or SIGINT;
+5. :func:`close` — every provider's ``close()``, each bounded in time, so
    shutdown finishes within a second even when a provider hangs.
 """
 
 from __future__ import annotations
 
+import gc
 import inspect
 import logging
 import signal
@@ -129,6 +132,17 @@ async def start(
     return Runtime(settings=settings, plugins=plugins, registry=registry, invoker=invoker)
 
 
+def settle() -> None:
+    """Freeze the objects alive after start-up in the collector's permanent generation.
+
+    They live as long as the process anyway. Without this, every full collection
+    rescans the tens of thousands of objects start-up left (about 80,000 from the SDK alone), and interpreter
+    shutdown spends about a quarter of a second on them after stdin EOF (measured
+    with ``bench/run.py --only exit``). Call it once, after :func:`start`.
+    """
+    gc.freeze()
+
+
 async def _close_one(provider: ToolProvider) -> None:
     try:
         with anyio.fail_after(CLOSE_TIMEOUT_SECONDS):
@@ -177,6 +191,7 @@ async def serve_http(
 
     runtime = await start(settings, observer=observer)
     mcp_server = adapter.McpServer(runtime.invoker, version=version)
+    settle()
     stop = anyio.Event()
     try:
         async with anyio.create_task_group() as group:
@@ -204,6 +219,7 @@ async def serve_stdio(
     with claim_stdio() as wire:
         runtime = await start(settings, observer=observer)
         server = McpServer(runtime.invoker, version=version)
+        settle()
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(_stop_on_signal, group.cancel_scope.cancel)

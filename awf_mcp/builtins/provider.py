@@ -4,6 +4,8 @@ Contract
 --------
 * :meth:`BuiltinTools.list_tools` returns the definitions of
   :mod:`awf_mcp.builtins.definitions`, sorted by name; it imports nothing heavy.
+  The module of each file tool is imported on that tool's first call: a
+  session that never greps pays nothing for Grep.
 * :meth:`BuiltinTools.call_tool` is a coroutine. The file tools run in a worker
   thread (abandoned on cancellation; a long walk also stops at the call's
   ``cancelled`` flag); Bash runs as a native anyio subprocess. Expected
@@ -16,18 +18,15 @@ Contract
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anyio.to_thread
 
 from awf_mcp.builtins.definitions import DEFINITIONS
-from awf_mcp.builtins.globbing import glob_files
-from awf_mcp.builtins.grepping import grep
-from awf_mcp.builtins.reading import read_file
 from awf_mcp.builtins.sandbox import Sandbox
 from awf_mcp.builtins.shell import ShellRunner
-from awf_mcp.builtins.writing import edit_file, write_file
 from awf_mcp.ports import (
     ToolDefinition,
     ToolError,
@@ -39,13 +38,24 @@ from awf_mcp.ports import (
 
 _FileTool = Callable[[Sandbox, Mapping[str, Any]], ToolResult]
 
-_FILE_TOOLS: dict[str, _FileTool] = {
-    "Read": read_file,
-    "Write": write_file,
-    "Edit": edit_file,
-    "Glob": glob_files,
-    "Grep": grep,
+_FILE_TOOLS: dict[str, tuple[str, str]] = {
+    "Read": ("awf_mcp.builtins.reading", "read_file"),
+    "Write": ("awf_mcp.builtins.writing", "write_file"),
+    "Edit": ("awf_mcp.builtins.writing", "edit_file"),
+    "Glob": ("awf_mcp.builtins.globbing", "glob_files"),
+    "Grep": ("awf_mcp.builtins.grepping", "grep"),
 }
+"""Each file tool's implementation, as (module, function): imported on first call."""
+
+
+@functools.cache
+def file_tool(name: str) -> _FileTool | None:
+    """The implementation of file tool ``name`` (imported once), or ``None`` for another name."""
+    where = _FILE_TOOLS.get(name)
+    if where is None:
+        return None
+    function: _FileTool = getattr(importlib.import_module(where[0]), where[1])
+    return function
 
 
 class BuiltinTools:
@@ -65,7 +75,7 @@ class BuiltinTools:
             raise ToolError(f"arguments of {name} must be an object")
         if name == "Bash":
             return await self._shell.run(self.sandbox, arguments)
-        tool = _FILE_TOOLS.get(name)
+        tool = file_tool(name)
         if tool is None:
             raise ToolError(f"unknown built-in tool {name!r}")
         context = current_call()
