@@ -7,23 +7,20 @@ arguments, prints (rich tables for people, stable JSON for scripts) and maps
 work is done by :mod:`awf_mcp.app` (and :mod:`awf_mcp.clientconfig`,
 :mod:`awf_mcp.installer`, :mod:`awf_mcp.scaffold`).
 
-``serve`` never imports ``rich``: start-up time is paid by every agent session.
+``serve`` is parsed and run by :mod:`awf_mcp.launch`, which the entry point calls
+without importing this module: start-up time is paid by every agent session.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import os
 import sys
-import threading
-from collections.abc import Callable
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated, Any
 
 import typer
 
-from awf_mcp import __version__
-from awf_mcp.errors import AwfError, UserError
+from awf_mcp import __version__, launch
+from awf_mcp.errors import UserError
 
 app = typer.Typer(
     name="awf-mcp",
@@ -55,62 +52,6 @@ ConfigOpt = Annotated[
 StrictOpt = Annotated[bool, typer.Option("--strict", help="Make any plugin failure fatal.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print stable JSON for scripts.")]
 
-T = TypeVar("T")
-
-
-def _fail(exc: AwfError) -> NoReturn:
-    print(f"awf-mcp: error: {exc}", file=sys.stderr)
-    raise typer.Exit(exc.exit_code)
-
-
-def _configure_logging(level: str, log_format: str = "text", log_file: str | None = None) -> None:
-    numeric = logging.getLevelName(level.upper())
-    if not isinstance(numeric, int):
-        _fail(UserError(f"unknown log level '{level}'; use DEBUG, INFO, WARNING or ERROR"))
-    if log_format not in ("text", "json"):
-        _fail(UserError(f"unknown log format '{log_format}'; use text or json"))
-    handler: logging.Handler
-    if log_file:
-        try:
-            handler = logging.FileHandler(log_file, encoding="utf-8")
-        except OSError as exc:
-            _fail(UserError(f"cannot open log file {log_file}: {exc.strerror or exc}"))
-    else:
-        handler = logging.StreamHandler(sys.stderr)
-    if log_format == "json":
-        from awf_mcp.observability import JsonLogFormatter
-
-        handler.setFormatter(JsonLogFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("awf-mcp: %(levelname)s: %(message)s"))
-    root = logging.getLogger("awf_mcp")
-    root.handlers[:] = [handler]
-    root.setLevel(numeric)
-    root.propagate = False
-
-
-def _settings(**options: Any) -> Any:
-    from awf_mcp import config
-
-    return config.load(
-        config=options.get("config"),
-        roots=options.get("root") or (),
-        no_builtins=options.get("no_builtins", False),
-        only=options.get("only") or (),
-        exclude=options.get("exclude") or (),
-        strict=options.get("strict", False),
-        debug=options.get("debug", False),
-        log_level=options.get("log_level"),
-        call_timeout_seconds=options.get("call_timeout"),
-    )
-
-
-def _guarded(action: Callable[[], T]) -> T:
-    try:
-        return action()
-    except AwfError as exc:
-        _fail(exc)
-
 
 def _version_callback(value: bool) -> None:
     if value:
@@ -130,104 +71,14 @@ def root_callback(
     """A plugin-driven MCP tool server for AI coding agents."""
 
 
-@app.command()
-def serve(
-    root: RootOpt = None,
-    no_builtins: NoBuiltinsOpt = False,
-    only: OnlyOpt = None,
-    exclude: ExcludeOpt = None,
-    config: ConfigOpt = None,
-    strict: StrictOpt = False,
-    log_level: Annotated[
-        str, typer.Option("--log-level", help="Log level: DEBUG, INFO (one record per call), WARNING, ERROR.")
-    ] = "INFO",
-    log_format: Annotated[str, typer.Option("--log-format", help="Log lines as text or json.")] = "text",
-    log_file: Annotated[
-        str | None, typer.Option("--log-file", help="Write logs to FILE instead of stderr.")
-    ] = None,
-    audit_log: Annotated[
-        str | None,
-        typer.Option("--audit-log", help="Append one JSONL record per call, arguments included, to FILE."),
-    ] = None,
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Log tracebacks of failing tools to stderr.")
-    ] = False,
-    call_timeout: Annotated[
-        float | None, typer.Option("--call-timeout", help="Per-call time limit in seconds (default 620).")
-    ] = None,
-    transport: Annotated[
-        str, typer.Option("--transport", help="stdio (what agents start) or http (Streamable HTTP at /mcp).")
-    ] = "stdio",
-    host: Annotated[
-        str, typer.Option("--host", help="HTTP: address to bind (loopback by default).")
-    ] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="HTTP: port to listen on (0 picks a free one).")] = 8765,
-    token: Annotated[
-        str | None,
-        typer.Option(
-            "--token",
-            envvar="AWF_MCP_TOKEN",
-            help="HTTP: require Authorization: Bearer TOKEN on every request.",
-        ),
-    ] = None,
-) -> None:
-    """Serve MCP over stdin/stdout (or Streamable HTTP): the command an agent's MCP configuration runs."""
-    import anyio
-
-    from awf_mcp import app as runtime
-
-    _configure_logging("DEBUG" if debug else log_level, log_format, log_file)
-    settings = _guarded(
-        lambda: _settings(
-            root=root,
-            no_builtins=no_builtins,
-            only=only,
-            exclude=exclude,
-            config=config,
-            strict=strict,
-            debug=debug,
-            log_level=log_level,
-            call_timeout=call_timeout,
-        )
-    )
-    observer: Callable[[Any], None] = runtime.log_call
-    if audit_log:
-        from awf_mcp.observability import AuditLog
-
-        try:
-            audit = AuditLog(audit_log)
-        except OSError as exc:
-            _fail(UserError(f"cannot open audit log {audit_log}: {exc.strerror or exc}"))
-        observer = runtime.observers(runtime.log_call, audit)
-    if transport == "stdio":
-        _guarded(lambda: anyio.run(runtime.serve_stdio, settings, __version__, observer))
-    elif transport == "http":
-        from awf_mcp.server import LOOPBACK_HOSTS
-
-        if host not in LOOPBACK_HOSTS and not token:
-            _fail(
-                UserError(
-                    f"binding to {host} exposes every tool (Bash included) to the network: "
-                    "pass --token TOKEN (or set AWF_MCP_TOKEN) to require bearer authentication"
-                )
-            )
-
-        async def run_http() -> None:
-            await runtime.serve_http(
-                settings, __version__, host=host, port=port, token=token, observer=observer
-            )
-
-        _guarded(lambda: anyio.run(run_http))
-    else:
-        _fail(UserError(f"unknown transport '{transport}'; use stdio or http"))
-    _exit_now_if_threads_linger(0)
-
-
-def _exit_now_if_threads_linger(code: int) -> None:
-    """Exit at once when an abandoned worker thread (a hung tool) would hold the process open."""
-    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
-        sys.stderr.flush()
-        os._exit(code)
+@app.command(
+    help=launch.SERVE_DESCRIPTION + " Options: `awf-mcp serve --help`.",
+    add_help_option=False,
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+def serve(ctx: typer.Context) -> None:
+    """Forwarded to :func:`awf_mcp.launch.serve`, which defines and parses the options."""
+    launch.serve(ctx.args)
 
 
 def _start(**options: Any) -> Any:
@@ -235,8 +86,8 @@ def _start(**options: Any) -> Any:
 
     from awf_mcp import app as runtime
 
-    _configure_logging("WARNING")
-    settings = _settings(**options)
+    launch.configure_logging("WARNING")
+    settings = launch.load_settings(**options)
     return anyio.run(runtime.start, settings)
 
 
@@ -262,7 +113,7 @@ def tools_list(
     """List the tools an agent will get, in tools/list order."""
     from awf_mcp.registry import long_names
 
-    rt = _guarded(
+    rt = launch.guarded(
         lambda: _start(
             root=root, no_builtins=no_builtins, only=only, exclude=exclude, config=config, strict=strict
         )
@@ -333,14 +184,14 @@ def tools_call(
     try:
         parsed = json.loads(arguments)
     except json.JSONDecodeError as exc:
-        _fail(UserError(f"arguments are not valid JSON ({exc.msg} at column {exc.colno}): {arguments}"))
-    rt = _guarded(
+        launch.fail(UserError(f"arguments are not valid JSON ({exc.msg} at column {exc.colno}): {arguments}"))
+    rt = launch.guarded(
         lambda: _start(
             root=root, no_builtins=no_builtins, config=config, strict=strict, call_timeout=call_timeout
         )
     )
     try:
-        result = _guarded(lambda: anyio.run(rt.invoker.call, name, parsed))
+        result = launch.guarded(lambda: anyio.run(rt.invoker.call, name, parsed))
     finally:
         _close(rt)
     if json_output:
@@ -401,9 +252,9 @@ def client_config(
     """
     from awf_mcp import clientconfig
 
-    _guarded(lambda: clientconfig.check_options(client, scope, trust, name))
+    launch.guarded(lambda: clientconfig.check_options(client, scope, trust, name))
     # The tools the entry would serve, so that --trust read-only names the right ones.
-    rt = _guarded(lambda: _start(root=root, only=only, exclude=exclude, config=config))
+    rt = launch.guarded(lambda: _start(root=root, only=only, exclude=exclude, config=config))
     try:
         tools = [
             (d.name, bool(d.annotations is not None and d.annotations.read_only))
@@ -411,7 +262,7 @@ def client_config(
         ]
     finally:
         _close(rt)
-    text = _guarded(
+    text = launch.guarded(
         lambda: clientconfig.configure(
             client,
             write_files=write,
@@ -436,10 +287,10 @@ def plugins_list(json_output: JsonOpt = False, config: ConfigOpt = None) -> None
 
     from awf_mcp import app as runtime
 
-    settings = _guarded(lambda: _settings(config=config))
+    settings = launch.guarded(lambda: launch.load_settings(config=config))
     from awf_mcp.plugins import load
 
-    loaded = _guarded(lambda: load(settings, on_failure=failures.append))
+    loaded = launch.guarded(lambda: load(settings, on_failure=failures.append))
     rows: list[dict[str, Any]] = [
         {
             "name": r.name,
@@ -490,7 +341,7 @@ def plugin_init(
     try:
         created = scaffold_plugin(name, Path(directory))
     except ScaffoldError as exc:
-        _fail(UserError(str(exc)))
+        launch.fail(UserError(str(exc)))
     print(created)
     print(f"next: pip install -e {created} && awf-mcp tools list", file=sys.stderr)
 
@@ -512,7 +363,7 @@ def plugins_install(
 
     from awf_mcp import installer
 
-    report = _guarded(
+    report = launch.guarded(
         lambda: installer.install(spec, target=Path(target) if target else None, find_links=find_links or ())
     )
     print(report.summary())
@@ -530,10 +381,10 @@ def plugins_uninstall(
 
     from awf_mcp import installer
 
-    removed = _guarded(lambda: installer.uninstall(name, target=Path(target) if target else None))
+    removed = launch.guarded(lambda: installer.uninstall(name, target=Path(target) if target else None))
     print("removed: " + ", ".join(removed))
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point (see :func:`awf_mcp.launch.main`, which skips Typer for serve)."""
+    launch.main()
