@@ -21,6 +21,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 from awf_mcp import __version__
@@ -194,8 +195,32 @@ def serve(argv: Sequence[str]) -> None:
     exit_now_if_threads_linger(0)
 
 
+def follow_the_bootloader() -> bool:
+    """In the one-file binary on Linux, end with the bootloader; return whether that applies.
+
+    The one-file binary runs as two processes: PyInstaller's bootloader, which unpacks the
+    bundle and forwards signals, and its child, this interpreter. SIGKILL cannot be
+    forwarded: without this, ``kill -9`` of the process a client started would leave the
+    real server running, orphaned (a stdio server notices EOF and exits, an HTTP server
+    would serve on). ``PR_SET_PDEATHSIG`` has the kernel send SIGTERM instead, which
+    shuts the server down cleanly.
+    """
+    bundle = getattr(sys, "_MEIPASS", None)
+    if not sys.platform.startswith("linux") or not getattr(sys, "frozen", False) or bundle is None:
+        return False
+    if Path(bundle).resolve().is_relative_to(Path(sys.executable).resolve().parent):
+        return False  # the one-directory build: a single process, nothing to follow
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point: ``serve`` here, every other command through Typer."""
+    follow_the_bootloader()
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["serve"]:
         serve(args[1:])

@@ -279,6 +279,55 @@ def test_closing_stdin_while_idle_exits_within_a_second(home: dict[str, str], tm
             process.wait()
 
 
+def children_of(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_sigkill_of_the_process_a_client_started_leaves_no_server_behind(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    """An HTTP server never sees stdin EOF: killing the one-file bootloader must still end it."""
+    process = subprocess.Popen(
+        [BINARY, "serve", "--transport", "http", "--port", "0", "--root", str(tmp_path)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=home,
+    )
+    try:
+        assert process.stderr is not None
+        deadline = time.monotonic() + 30
+        while "listening on" not in process.stderr.readline().decode() and time.monotonic() < deadline:
+            assert process.poll() is None, "the HTTP server did not start"
+        servers = children_of(process.pid) or [process.pid]  # one-file: the bootloader's child
+        process.kill()
+        process.wait()
+        deadline = time.monotonic() + 10
+        while any(alive(pid) for pid in servers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(alive(pid) for pid in servers), f"left running: {servers}"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

@@ -46,8 +46,12 @@ def http_server(root: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     assert url, "the HTTP server did not report its address"
     yield url, process
     if process.poll() is None:
-        process.kill()
-        process.wait()
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 @pytest.mark.anyio
