@@ -7,15 +7,24 @@ yields the session. ``AWF_MCP_BINARY`` (the frozen single executable) replaces
 ``python -m awf_mcp`` when set, so the same tests run against both.
 
 ``server_command(*args)`` is the argv that starts awf-mcp, for tests that need
-the raw process (signals, EOF, byte-level frames).
+the raw process (signals, EOF, byte-level frames); :class:`RawServer` is that
+process spoken to in raw JSON lines. The ``/proc`` helpers (``alive``,
+``children_of``, ``marked_pids``, ``open_fds``, ``proc_status_kib``) and
+``snapshot`` let tests prove that nothing was left running, leaked or touched.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import select
+import subprocess
 import sys
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -58,3 +67,254 @@ async def mcp_session(
     ):
         await session.initialize()
         yield session
+
+
+def text_of(result: Any) -> str:
+    """The text of a ``CallToolResult`` (its text items, concatenated)."""
+    return "".join(getattr(item, "text", "") for item in result.content)
+
+
+class RawServer:
+    """``awf-mcp serve`` as a bare process, spoken to in JSON lines.
+
+    Replies are read from the pipe's descriptor with ``select``, so every read
+    has a deadline: a server that stops answering fails the test instead of
+    hanging it. Stderr goes to a temporary file: a pipe nobody reads would fill
+    up with the server's call log and block it. ``popen`` passes extra :class:`subprocess.Popen` arguments
+    (``preexec_fn`` for resource limits, for example).
+    """
+
+    def __init__(
+        self,
+        *args: str,
+        env: Mapping[str, str] | None = None,
+        cwd: str | Path | None = None,
+        **popen: Any,
+    ) -> None:
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115  (lives as long as the server object)
+        self.process = subprocess.Popen(
+            server_command("serve", *args),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=server_env(env),
+            cwd=cwd,
+            **popen,
+        )
+        self.next_id = 100
+        self.frames_sent = 0
+        self._pending = bytearray()
+
+    def __enter__(self) -> RawServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.kill()
+
+    @property
+    def pid(self) -> int:
+        """The server's process id."""
+        return self.process.pid
+
+    def send(self, message: Mapping[str, Any] | bytes) -> None:
+        """Write one frame (a JSON object, or raw bytes without the newline)."""
+        self.send_lines([message if isinstance(message, bytes) else json.dumps(message).encode()])
+
+    def send_lines(self, lines: Sequence[bytes]) -> None:
+        """Write ``lines`` as consecutive frames in one write."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(b"".join(line + b"\n" for line in lines))
+        self.process.stdin.flush()
+        self.frames_sent += len(lines)
+
+    def receive(self, timeout: float = 10.0) -> dict[str, Any]:
+        """The next reply line, parsed; fails after ``timeout`` seconds or at EOF."""
+        assert self.process.stdout is not None
+        fd = self.process.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._pending:
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, f"no reply within {timeout} s"
+            readable, _, _ = select.select([fd], [], [], remaining)
+            if readable:
+                chunk = os.read(fd, 1 << 20)
+                assert chunk, f"server closed stdout; stderr: {self.stderr()}"
+                self._pending += chunk
+        line, _, rest = bytes(self._pending).partition(b"\n")
+        self._pending = bytearray(rest)
+        parsed = json.loads(line)
+        assert isinstance(parsed, dict), line
+        return parsed
+
+    def read_rest(self) -> bytes:
+        """Everything the server writes from here to its EOF (call after it exited)."""
+        assert self.process.stdout is not None
+        return bytes(self._pending) + self.process.stdout.read()
+
+    def request(
+        self, method: str, params: Mapping[str, Any] | None = None, *, timeout: float = 10.0
+    ) -> dict[str, Any]:
+        """Send a request and return its reply, skipping other lines in between."""
+        self.next_id += 1
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        while True:
+            reply = self.receive(timeout)
+            if reply.get("id") == self.next_id:
+                return reply
+
+    def initialize(self, version: str = "2025-06-18") -> dict[str, Any]:
+        """The ``initialize`` handshake, followed by ``notifications/initialized``."""
+        reply = self.request(
+            "initialize",
+            {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+        )
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return reply
+
+    def rss_kib(self, field: str = "VmRSS") -> int:
+        """A memory figure of the server from /proc (``VmRSS``, ``VmHWM``), in KiB."""
+        return proc_status_kib(self.pid, field)
+
+    def close_stdin(self) -> None:
+        """Close the server's stdin: it sees EOF."""
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+
+    def wait(self, timeout: float = 5) -> int:
+        """The server's exit status, waiting up to ``timeout`` seconds."""
+        return self.process.wait(timeout=timeout)
+
+    def stderr(self) -> str:
+        """What the server has written to stderr so far (a file, so a chatty server never blocks)."""
+        self._stderr.seek(0)
+        return self._stderr.read().decode(errors="replace")
+
+    def kill(self) -> None:
+        """SIGKILL the server if it still runs, reap it, and close the pipes."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None and not stream.closed:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
+
+# ---------------------------------------------------------------- processes, through /proc
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def alive(pid: int) -> bool:
+    """True while process ``pid`` exists and is not a zombie."""
+    fields = _stat_fields(pid)
+    return fields is not None and fields[0] not in ("Z", "X")
+
+
+def children_of(pid: int) -> list[int]:
+    """Every live process whose parent is ``pid``, directly or through descendants."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat_fields(int(entry))
+            if fields is not None and fields[0] not in ("Z", "X"):
+                parents[int(entry)] = int(fields[1])
+    found: list[int] = []
+    frontier = [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, its_parent in parents.items():
+            if its_parent == parent and child not in found:
+                found.append(child)
+                frontier.append(child)
+    return found
+
+
+def find_process(ancestor: int, needle: bytes) -> int:
+    """The first live descendant of ``ancestor`` running ``awf_mcp`` with ``needle`` in its command line."""
+    for pid in children_of(ancestor):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if needle in cmdline and (b"awf_mcp" in cmdline or b"awf-mcp" in cmdline):
+            return pid
+    raise AssertionError(f"no awf-mcp process with {needle!r} below {ancestor}")
+
+
+def marked_pids(marker: str) -> list[int]:
+    """Live processes whose command line contains ``marker``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline and alive(int(entry)):
+            found.append(int(entry))
+    return found
+
+
+def open_fds(pid: int) -> int:
+    """How many file descriptors process ``pid`` holds open."""
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def proc_status_kib(pid: int, field: str = "VmRSS") -> int:
+    """A ``/proc/PID/status`` memory figure (``VmRSS``, ``VmHWM``) in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10.0, interval: float = 0.02) -> bool:
+    """Poll ``condition`` until it holds (True) or ``timeout`` seconds pass (False)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() >= deadline:
+            return condition()
+        time.sleep(interval)
+    return True
+
+
+def snapshot(*directories: Path) -> dict[str, tuple[str, bytes | str]]:
+    """Every entry below ``directories`` (links not followed), with content or link target."""
+    state: dict[str, tuple[str, bytes | str]] = {}
+    for directory in directories:
+        for dirpath, dirnames, filenames in os.walk(directory):
+            for name in dirnames + filenames:
+                path = os.path.join(dirpath, name)
+                if os.path.islink(path):
+                    state[path] = ("link", os.readlink(path))
+                elif os.path.isdir(path):
+                    state[path] = ("dir", "")
+                else:
+                    state[path] = ("file", Path(path).read_bytes())
+    return state
+
+
+def report(config: Any, line: str) -> None:
+    """Show a measured figure on the terminal, whether or not output is captured (``-s``).
+
+    ``config`` is ``request.config``. Output capture is suspended for the write,
+    as ``capsys.disabled()`` does (capsys itself would break the server's stderr pipe).
+    """
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture is not None else nullcontext():
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_line(line)
+        else:
+            print(line, file=sys.__stdout__)

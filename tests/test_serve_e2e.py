@@ -20,85 +20,11 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from tests.distributions import make_distribution, provider_plugin
-from tests.harness import mcp_session, server_command, server_env
+from tests.harness import RawServer, mcp_session, server_command, server_env, text_of
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("testkit")]
 
 PLUGINS_ONLY = ("--no-builtins",)
-
-
-def text_of(result: Any) -> str:
-    return "".join(getattr(item, "text", "") for item in result.content)
-
-
-class RawServer:
-    """``awf-mcp serve`` as a bare process, spoken to in JSON lines."""
-
-    def __init__(self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
-        self.process = subprocess.Popen(
-            server_command("serve", *args),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=server_env(env),
-            cwd=cwd,
-        )
-        self.next_id = 100
-
-    def send(self, message: dict[str, Any] | bytes) -> None:
-        assert self.process.stdin is not None
-        raw = message if isinstance(message, bytes) else json.dumps(message).encode()
-        self.process.stdin.write(raw + b"\n")
-        self.process.stdin.flush()
-
-    def receive(self) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        assert line, f"server closed stdout; stderr: {self.stderr()}"
-        return json.loads(line)
-
-    def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        self.next_id += 1
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        self.send(message)
-        while True:
-            reply = self.receive()
-            if reply.get("id") == self.next_id:
-                return reply
-
-    def initialize(self, version: str = "2025-06-18") -> dict[str, Any]:
-        reply = self.request(
-            "initialize",
-            {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
-        )
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        return reply
-
-    def rss_kib(self, field: str = "VmRSS") -> int:
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-        raise AssertionError(f"no {field}")
-
-    def close_stdin(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-
-    def wait(self, timeout: float = 5) -> int:
-        return self.process.wait(timeout=timeout)
-
-    def stderr(self) -> str:
-        if self.process.poll() is None:
-            return "(still running)"
-        assert self.process.stderr is not None
-        return self.process.stderr.read().decode(errors="replace")
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
 
 
 @pytest.fixture
@@ -208,8 +134,7 @@ def test_stdout_carries_json_rpc_only_even_when_plugins_print(raw_server: Any) -
     assert reply["result"]["content"][0]["text"] == "printed"
     server.close_stdin()
     assert server.wait() == 0
-    assert server.process.stdout is not None
-    for line in server.process.stdout.read().splitlines():
+    for line in server.read_rest().splitlines():
         assert json.loads(line)["jsonrpc"] == "2.0"
     stderr = server.stderr()
     assert "stray output from a plugin x" in stderr and "testkit import-time print" in stderr

@@ -209,7 +209,10 @@ class Sandbox:
             hops += 1
             if hops > _SYMLINK_LIMIT:
                 raise PathRefused(f"path {quote_path(arg)} is refused: too many symbolic links (a loop?)")
-            target = os.readlink(candidate)
+            try:
+                target = os.readlink(candidate)
+            except OSError as exc:  # e.g. /proc/1/root: a link the kernel will not let us read
+                raise PathRefused(f"path {quote_path(arg)} cannot be resolved: {exc.strerror}") from None
             if target.startswith("/"):
                 current = "/"
             parts[:0] = [p for p in target.split("/") if p not in ("", ".")]
