@@ -19,6 +19,7 @@ import pytest
 from awf_mcp.builtins import BuiltinTools
 from awf_mcp.builtins.limits import BASH_OUTPUT_BYTES
 from awf_mcp.ports import CallContext, ToolError, ToolResult, bind_call_context, unbind_call_context
+from tests.harness import marked_pids
 
 
 @pytest.fixture
@@ -30,20 +31,6 @@ def spawner(marker: str) -> str:
     """A command starting two marked grandchildren and a marked foreground sleeper."""
     child = f"sh -c 'sleep 300; true {marker}'"
     return f"{child} & {child} & sleep 300; true {marker}"
-
-
-def marked_pids(marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in cmdline:
-            found.append(int(entry))
-    return found
 
 
 def my_zombies() -> list[int]:

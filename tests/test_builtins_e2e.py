@@ -7,37 +7,19 @@ served, confined to a per-test root given with ``--root``.
 from __future__ import annotations
 
 import base64
-import os
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 
-from tests.harness import mcp_session
+from tests.harness import marked_pids, mcp_session, text_of
 
 pytestmark = pytest.mark.e2e
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + b"\x00" * 40
 NO_PLUGINS = {"AWF_MCP_NO_PLUGINS": "1"}
-
-
-def text_of(result: Any) -> str:
-    return "".join(getattr(item, "text", "") for item in result.content)
-
-
-def marked_pids(marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
-                    found.append(int(entry))
-            except OSError:
-                continue
-    return found
 
 
 @pytest.mark.anyio

@@ -24,6 +24,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 import awf_mcp
+from tests.harness import alive, children_of, text_of
 
 BINARY = os.environ.get("AWF_MCP_BINARY", "")
 REPO = Path(__file__).resolve().parents[1]
@@ -101,10 +102,6 @@ def test_the_binary_bundles_metadata_for_what_it_bundles(home: dict[str, str]) -
 
 
 # ---------------------------------------------------------------- serve through the SDK client
-
-
-def text_of(result: Any) -> str:
-    return "".join(getattr(item, "text", "") for item in result.content)
 
 
 @pytest.mark.anyio
@@ -277,26 +274,6 @@ def test_closing_stdin_while_idle_exits_within_a_second(home: dict[str, str], tm
         if process.poll() is None:
             process.kill()
             process.wait()
-
-
-def children_of(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def test_sigkill_of_the_process_a_client_started_leaves_no_server_behind(
