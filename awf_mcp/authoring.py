@@ -65,7 +65,14 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
-from awf_mcp.ports import ToolAnnotations, ToolContent, ToolDefinition, ToolError, ToolResult
+from awf_mcp.ports import (
+    ToolAnnotations,
+    ToolContent,
+    ToolDefinition,
+    ToolError,
+    ToolResult,
+    image_mime_type,
+)
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, TypeAdapter
@@ -77,12 +84,6 @@ RESULT_KEY = "result"
 
 _ARGS_HEADERS = frozenset({"args", "arguments", "parameters", "params", "keyword args", "keyword arguments"})
 _ENTRY = re.compile(r"^\*{0,2}(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*(?:\([^)]*\))?\s*:\s*(?P<text>.*)$")
-_IMAGE_MAGIC: tuple[tuple[bytes, int, str], ...] = (
-    (b"\x89PNG\r\n\x1a\n", 0, "image/png"),
-    (b"\xff\xd8\xff", 0, "image/jpeg"),
-    (b"GIF87a", 0, "image/gif"),
-    (b"GIF89a", 0, "image/gif"),
-)
 _PASS_THROUGH_RETURNS = (str, bytes, bytearray, ToolResult, ToolContent, type(None))
 
 
@@ -419,16 +420,6 @@ def _argument_error(name: str, exc: Exception) -> ToolError:
             problems.append(f"{where}: {error.get('msg', 'invalid')}")
     message = "; ".join(problems) or str(exc)
     return ToolError(f"invalid arguments for {name}: {message}")
-
-
-def image_mime_type(data: bytes) -> str | None:
-    """The MIME type of a PNG, JPEG, GIF or WebP image from its magic bytes, else ``None``."""
-    for magic, offset, mime in _IMAGE_MAGIC:
-        if data[offset : offset + len(magic)] == magic:
-            return mime
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    return None
 
 
 def _to_result(compiled: _Compiled, value: Any) -> ToolResult | None:

@@ -1,7 +1,7 @@
 """The domain ports: what a tool is, what a call returns, what a provider does.
 
 Everything else in awf-mcp speaks these types; only the SDK adapter
-(:mod:`awf_mcp.server`) translates them to and from MCP wire types. This module
+(:mod:`awf_mcp.wire.server`) translates them to and from MCP wire types. This module
 imports the standard library only, so a provider never depends on the SDK.
 
 Contract
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import contextvars
+import re
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,39 @@ JSONSchema = Mapping[str, Any]
 
 BUILTIN_SOURCE = "builtin"
 """The ``source`` label of the built-in tools; plugins are ``plugin:<name>``."""
+
+
+TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+"""What a tool name (and an MCP server name in a client's configuration) may be."""
+
+MAX_TOOL_NAME_LENGTH = 64
+"""The longest tool name clients accept, counted after their own prefix."""
+
+
+def client_tool_name(server: str, tool: str = "") -> str:
+    """How agents name a server's tool in permissions and limits: ``mcp__<server>__<tool>``.
+
+    Without ``tool``, ``mcp__<server>``: every tool of that server.
+    """
+    return f"mcp__{server}__{tool}" if tool else f"mcp__{server}"
+
+
+_IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
+
+def image_mime_type(head: bytes) -> str | None:
+    """The MIME type of a PNG, JPEG, GIF or WebP image from its first bytes, else ``None``."""
+    for magic, mime in _IMAGE_MAGIC:
+        if head.startswith(magic):
+            return mime
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    return None
 
 
 def plugin_source(plugin_name: str) -> str:

@@ -29,20 +29,7 @@ from awf_mcp.builtins.limits import (
     READ_DEFAULT_LINES,
 )
 from awf_mcp.builtins.sandbox import Sandbox, quote_path
-from awf_mcp.ports import ToolContent, ToolError, ToolResult
-
-
-def image_type(head: bytes) -> str | None:
-    """The MIME type of a PNG/JPEG/GIF/WebP file from its first bytes, else ``None``."""
-    if head.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "image/png"
-    if head.startswith(b"\xff\xd8\xff"):
-        return "image/jpeg"
-    if head.startswith((b"GIF87a", b"GIF89a")):
-        return "image/gif"
-    if len(head) >= 12 and head.startswith(b"RIFF") and head[8:12] == b"WEBP":
-        return "image/webp"
-    return None
+from awf_mcp.ports import ToolContent, ToolError, ToolResult, image_mime_type
 
 
 def read_file(sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
@@ -54,7 +41,7 @@ def read_file(sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
     fd, info = open_regular(sandbox, real, shown)
     with open(fd, "rb", closefd=True) as stream:
         head = stream.peek(BINARY_SNIFF_BYTES)[:BINARY_SNIFF_BYTES]
-        mime = image_type(head)
+        mime = image_mime_type(head)
         if mime is not None:
             if info.st_size > MAX_IMAGE_BYTES:
                 raise ToolError(

@@ -60,7 +60,7 @@ MAX_NAME_BYTES = 255
 _QUOTE_LIMIT = 200
 _SYMLINK_LIMIT = 40
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
 
 
 class PathRefused(ToolError):
@@ -221,14 +221,14 @@ class Sandbox:
     def _descend(self, real_path: str, *, create: bool) -> int:
         """A descriptor of directory ``real_path``, opened from its root with O_NOFOLLOW."""
         root = self.root_of(real_path)
-        fd = os.open(root, _DIR_FLAGS)
+        fd = os.open(root, DIR_FLAGS)
         rest = real_path[len(root.rstrip("/")) + 1 :] if real_path != root else ""
         try:
             for part in filter(None, rest.split("/")):
                 if create:
                     with contextlib.suppress(FileExistsError):
                         os.mkdir(part, 0o777, dir_fd=fd)
-                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                child = os.open(part, DIR_FLAGS, dir_fd=fd)
                 os.close(fd)
                 fd = child
         except BaseException:

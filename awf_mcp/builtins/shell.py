@@ -45,7 +45,7 @@ from awf_mcp.builtins.limits import (
     MIB,
 )
 from awf_mcp.builtins.sandbox import Sandbox
-from awf_mcp.childenv import child_environment
+from awf_mcp.ops.childenv import child_environment
 from awf_mcp.ports import CallContext, ToolError, ToolResult, current_call
 
 _POLL_SECONDS = 0.2

@@ -30,13 +30,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from awf_mcp.builtins.limits import MIB
-from awf_mcp.builtins.sandbox import PathRefused, Sandbox
+from awf_mcp.builtins.sandbox import DIR_FLAGS, PathRefused, Sandbox
 from awf_mcp.ports import ToolError
 
 MAX_DEPTH = 200
 """Directories nested deeper than this below the start are not entered."""
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
 _READ_FLAGS = os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
@@ -193,7 +192,7 @@ def _walk_dir(
                     yield Entry(child_rel, child_real, name, "dir", fd)
                     if depth < max_depth:
                         try:
-                            child_fd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                            child_fd = os.open(name, DIR_FLAGS, dir_fd=fd)
                         except OSError:
                             continue
                         try:

@@ -1,0 +1,129 @@
+"""Observing tool calls: structured call logs, the audit log, and OpenTelemetry spans.
+
+Contract
+--------
+* :class:`JsonLogFormatter` renders a log record as one JSON object per line
+  (``ts``, ``level``, ``logger``, ``message`` and any ``call`` fields), for
+  ``--log-format json``.
+* :class:`AuditLog` appends one JSONL record per finished call to a file:
+  ``ts``, ``tool``, ``source``, ``duration_ms``, ``is_error``, ``error``,
+  ``arguments`` (the format is documented in ``docs/audit.md``). Argument
+  values under secret-looking keys (token, password, secret, key,
+  authorization, credential, cookie, session) are replaced by ``"***"``; the
+  error text and every argument string longer than :data:`MAX_VALUE_CHARS`
+  are truncated with a note. Each
+  record is a single ``write(2)`` on an ``O_APPEND`` descriptor, under a lock,
+  so concurrent calls never interleave lines — not even across processes
+  sharing the file.
+* :func:`call_span` opens one OpenTelemetry span per call (``tools/call NAME``)
+  with attributes ``tool.name``, ``tool.source`` and, at the end,
+  ``tool.is_error``. Without a configured exporter the API is a no-op.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import logging
+import os
+import re
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from awf_mcp.core.calls import CallRecord
+
+MAX_VALUE_CHARS = 1000
+MASK = "***"
+SECRET_KEY = re.compile(r"token|passw|secret|key|authorization|credential|cookie|session", re.IGNORECASE)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def truncate(text: str) -> str:
+    """``text``, cut to :data:`MAX_VALUE_CHARS` with a note saying how much was left out."""
+    if len(text) > MAX_VALUE_CHARS:
+        return f"{text[:MAX_VALUE_CHARS]}... ({len(text) - MAX_VALUE_CHARS} more characters)"
+    return text
+
+
+def redact(value: Any, key: str | None = None) -> Any:
+    """``value`` with secrets masked and long strings truncated, recursively."""
+    if key is not None and SECRET_KEY.search(key) and value is not None:
+        return MASK
+    if isinstance(value, str):
+        return truncate(value)
+    if isinstance(value, dict):
+        return {str(k): redact(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact(item) for item in value]
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return redact(repr(value))
+
+
+def call_fields(record: CallRecord) -> dict[str, Any]:
+    """The fields of a call log record (without arguments); a long error text is truncated."""
+    return {
+        "tool": record.tool,
+        "source": record.source,
+        "duration_ms": round(record.duration_ms, 3),
+        "is_error": record.is_error,
+        "error": truncate(record.error) if record.error else record.error,
+    }
+
+
+class JsonLogFormatter(logging.Formatter):
+    """One JSON object per log line; a call record's fields are included when present."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        payload: dict[str, Any] = {
+            "ts": _now(),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        call = getattr(record, "call", None)
+        if isinstance(call, dict):
+            payload.update(call)
+        if record.exc_info:
+            payload["traceback"] = self.formatException(record.exc_info)
+        return json.dumps(payload, ensure_ascii=False)
+
+
+class AuditLog:
+    """Appends one redacted JSONL record per call to ``path``; see the module docstring."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        self._lock = threading.Lock()
+
+    def __call__(self, record: CallRecord) -> None:
+        entry = {"ts": _now(), **call_fields(record), "arguments": redact(dict(record.arguments))}
+        line = (json.dumps(entry, ensure_ascii=False, default=repr) + "\n").encode()
+        with self._lock:
+            written = os.write(self._fd, line)
+            if written != len(line):  # a short write on a regular file means the disk is full
+                os.write(self._fd, line[written:])
+
+    def close(self) -> None:
+        """Close the file."""
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
+@contextlib.contextmanager
+def call_span(tool: str, source: str) -> Iterator[Any]:
+    """An OpenTelemetry span around one call; yields the span (set ``tool.is_error`` on it)."""
+    from opentelemetry import trace
+
+    tracer = trace.get_tracer("awf_mcp")
+    with tracer.start_as_current_span(
+        f"tools/call {tool}", attributes={"tool.name": tool, "tool.source": source}
+    ) as span:
+        yield span

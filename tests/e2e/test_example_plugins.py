@@ -1,0 +1,193 @@
+"""The example plugins under plugins/, installed, served by a real ``awf-mcp serve`` to the SDK client.
+
+Needs ``pip install -e plugins/awf-plugin-echo plugins/awf-plugin-sqlite
+plugins/awf-plugin-scripts`` (tests/run.sh and CI do it); a missing one is a
+failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import stat
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.harness import mcp_session, server_command, server_env
+
+pytestmark = pytest.mark.e2e
+
+EXAMPLES = {"echo": "awf-plugin-echo", "sqlite": "awf-plugin-sqlite", "scripts": "awf-plugin-scripts"}
+
+
+def only(plugin: str, **extra: str) -> dict[str, str]:
+    """The environment that serves plugin ``plugin`` alone (plus ``extra`` variables)."""
+    return {"AWF_MCP_PLUGINS": plugin, **extra}
+
+
+def text_of(result: Any) -> str:
+    return "".join(getattr(item, "text", "") for item in result.content)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def examples_installed() -> None:
+    installed = {ep.name for ep in metadata.entry_points(group="awf_mcp")}
+    missing = [dist for name, dist in EXAMPLES.items() if name not in installed]
+    if missing:
+        pytest.fail(
+            "example plugins not installed: "
+            + " ".join(f"pip install --no-deps -e plugins/{dist}" for dist in missing)
+        )
+
+
+@pytest.fixture
+def database(root: Path) -> Path:
+    path = root / "app.sqlite"
+    with sqlite3.connect(path) as db:
+        db.executescript(
+            """
+            CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+            INSERT INTO users (name) VALUES ('ada'), ('grace'), ('linus');
+            """
+        )
+    return path
+
+
+# --- echo ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_echo_lists_one_tool_with_input_and_output_schemas(root: Path) -> None:
+    async with mcp_session("--no-builtins", cwd=root, env=only("echo")) as session:
+        tools = (await session.list_tools()).tools
+    assert [t.name for t in tools] == ["echo_echo"]
+    [echo] = tools
+    assert echo.input_schema["required"] == ["text"]
+    assert set(echo.input_schema["properties"]) == {"text", "prefix"}
+    assert echo.output_schema is not None and echo.output_schema["required"] == ["output", "text", "prefix"]
+    assert echo.annotations is not None and echo.annotations.read_only_hint is True
+
+
+@pytest.mark.anyio
+async def test_echo_returns_json_text_and_structured_content(root: Path) -> None:
+    async with mcp_session("--no-builtins", cwd=root, env=only("echo")) as session:
+        result = await session.call_tool("echo_echo", {"text": "world", "prefix": "hello "})
+        bare = await session.call_tool("echo_echo", {"text": "x"})
+        missing = await session.call_tool("echo_echo", {"prefix": "p"})
+    assert not result.is_error
+    assert result.structured_content == {"output": "hello world", "text": "world", "prefix": "hello "}
+    assert json.loads(text_of(result)) == result.structured_content
+    assert bare.structured_content == {"output": "x", "text": "x", "prefix": ""}
+    assert missing.is_error
+    assert "'text' is a required property" in text_of(missing)
+
+
+def test_echo_through_tools_call(root: Path) -> None:
+    done = subprocess.run(
+        server_command(
+            "tools", "call", "echo_echo", '{"text": "hi", "prefix": ">"}', "--json", "--no-builtins"
+        ),
+        capture_output=True,
+        text=True,
+        env=server_env(only("echo")),
+        cwd=root,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout)
+    assert payload["structured_content"] == {"output": ">hi", "text": "hi", "prefix": ">"}
+
+
+# --- sqlite -------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_sqlite_tables_schema_and_query(root: Path, database: Path) -> None:
+    env = only("sqlite", AWF_MCP_PLUGIN_SQLITE_DATABASE=database.name)
+    async with mcp_session("--no-builtins", cwd=root, env=env) as session:
+        names = [t.name for t in (await session.list_tools()).tools]
+        tables = await session.call_tool("sqlite_tables", {})
+        schema = await session.call_tool("sqlite_schema", {"table": "users"})
+        query = await session.call_tool(
+            "sqlite_query", {"sql": "SELECT name FROM users WHERE id >= ? ORDER BY id", "params": [2]}
+        )
+    assert names == ["sqlite_query", "sqlite_schema", "sqlite_tables"]
+    assert tables.structured_content is not None
+    assert tables.structured_content["tables"] == [{"name": "users", "type": "table"}]
+    assert schema.structured_content is not None
+    assert [c["name"] for c in schema.structured_content["columns"]] == ["id", "name"]
+    assert not query.is_error
+    assert query.structured_content is not None
+    assert query.structured_content["rows"] == [["grace"], ["linus"]]
+
+
+@pytest.mark.anyio
+async def test_sqlite_refuses_writes_and_leaves_the_file_alone(root: Path, database: Path) -> None:
+    before = database.read_bytes()
+    env = only("sqlite", AWF_MCP_PLUGIN_SQLITE_DATABASE=str(database))
+    async with mcp_session("--no-builtins", cwd=root, env=env) as session:
+        delete = await session.call_tool("sqlite_query", {"sql": "DELETE FROM users"})
+        hidden = await session.call_tool(
+            "sqlite_query", {"sql": "WITH x AS (SELECT 1) INSERT INTO users (name) SELECT 'eve' FROM x"}
+        )
+        drop = await session.call_tool("sqlite_query", {"sql": "SELECT 1; DROP TABLE users"})
+    assert delete.is_error and "read-only statements only" in text_of(delete)
+    assert hidden.is_error and "refused the statement" in text_of(hidden)
+    assert drop.is_error and "one statement at a time" in text_of(drop)
+    assert database.read_bytes() == before
+
+
+@pytest.mark.anyio
+async def test_sqlite_without_database_setting_says_what_to_add(root: Path) -> None:
+    async with mcp_session("--no-builtins", cwd=root, env=only("sqlite")) as session:
+        result = await session.call_tool("sqlite_tables", {})
+    assert result.is_error
+    assert text_of(result) == (
+        "plugin 'sqlite' needs setting 'database': add `database = ...` under [plugins.sqlite] "
+        "in awf-mcp.toml or set AWF_MCP_PLUGIN_SQLITE_DATABASE"
+    )
+
+
+# --- scripts ------------------------------------------------------------------------------------
+
+
+def add_script(root: Path, name: str, body: str) -> None:
+    directory = root / ".awf-tools"
+    directory.mkdir(exist_ok=True)
+    path = directory / name
+    path.write_text(body, encoding="utf-8")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+@pytest.mark.anyio
+async def test_scripts_become_tools_and_run_with_their_arguments(root: Path) -> None:
+    add_script(root, "Count-Args.sh", '#!/bin/sh\n# description: Count the arguments.\necho "$# args: $*"\n')
+    add_script(root, "fail.sh", "#!/bin/sh\necho bad >&2\nexit 4\n")
+    async with mcp_session("--no-builtins", cwd=root, env=only("scripts")) as session:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        ok = await session.call_tool("scripts_count_args", {"args": ["a b", "*"]})
+        failed = await session.call_tool("scripts_fail", {})
+    assert sorted(tools) == ["scripts_count_args", "scripts_fail"]
+    assert tools["scripts_count_args"].description == "Count the arguments."
+    assert not ok.is_error
+    assert text_of(ok) == "2 args: a b *\nexit code 0"
+    assert failed.is_error
+    assert failed.structured_content is not None and failed.structured_content["exit_code"] == 4
+    assert "bad" in text_of(failed)
+
+
+@pytest.mark.anyio
+async def test_scripts_dir_setting_is_resolved_against_the_root(root: Path) -> None:
+    add_script(root, "ignored.sh", "#!/bin/sh\n")
+    other = root / "bin"
+    other.mkdir()
+    (other / "hi").write_text("#!/bin/sh\necho hi\n", encoding="utf-8")
+    (other / "hi").chmod(0o755)
+    env = only("scripts", AWF_MCP_PLUGIN_SCRIPTS_DIR="bin")
+    async with mcp_session("--no-builtins", cwd=root, env=env) as session:
+        names = [t.name for t in (await session.list_tools()).tools]
+    assert names == ["scripts_hi"]

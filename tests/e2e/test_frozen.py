@@ -1,0 +1,322 @@
+"""The PyInstaller single executable, end to end: ``AWF_MCP_BINARY`` names it (CI builds it).
+
+Covers ``--version``, ``tools list``, ``serve`` with the SDK client calling every
+built-in, a plugin installed into a plugin directory by the binary itself, a
+mismatched compiled plugin, stdout purity, EOF and signals. Every test runs in
+a fresh ``XDG_DATA_HOME`` and ``AWF_MCP_PLUGIN_PATH`` so only what the test puts
+there is found; the binary sees no site-packages of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+import awf_mcp
+from tests.helpers.harness import alive, children_of, text_of
+
+BINARY = os.environ.get("AWF_MCP_BINARY", "")
+REPO = Path(__file__).resolve().parents[2]
+ECHO = REPO / "plugins" / "awf-plugin-echo"
+BUILTINS = ("Bash", "Edit", "Glob", "Grep", "Read", "Write")
+
+pytestmark = [
+    pytest.mark.frozen,
+    pytest.mark.skipif(
+        not BINARY,
+        reason="AWF_MCP_BINARY is not set: build with scripts/build-binary.sh and point it at dist/awf-mcp",
+    ),
+]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """An environment with empty, private plugin directories."""
+    plugins = tmp_path / "plugin-path"
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"AWF_MCP_PLUGINS", "AWF_MCP_NO_PLUGINS", "PYTHONPATH"}
+    }
+    env.update(
+        {
+            "XDG_DATA_HOME": str(tmp_path / "xdg"),
+            "AWF_MCP_PLUGIN_PATH": str(plugins),
+            # The interpreter that runs pip for `plugins install` (the binary finds python3 otherwise).
+            "AWF_MCP_PYTHON": os.environ.get("AWF_MCP_PYTHON", sys.executable),
+        }
+    )
+    yield env
+
+
+def run(*args: str, env: dict[str, str], cwd: Path | None = None, timeout: float = 60) -> Any:
+    return subprocess.run(
+        [BINARY, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def install_echo(env: dict[str, str], target: Path) -> None:
+    """Install the echo example into ``target`` with the binary's own ``plugins install``."""
+    done = run("plugins", "install", str(ECHO), env={**env, "AWF_MCP_PLUGIN_PATH": str(target)}, timeout=300)
+    assert done.returncode == 0, done.stderr
+
+
+# ---------------------------------------------------------------- one-shot commands
+
+
+def test_version_matches_the_package(home: dict[str, str]) -> None:
+    done = run("--version", env=home)
+    assert done.returncode == 0 and done.stdout == f"awf-mcp {awf_mcp.__version__}\n" and done.stderr == ""
+
+
+def test_tools_list_shows_every_builtin(home: dict[str, str]) -> None:
+    done = run("tools", "list", "--json", env=home)
+    assert done.returncode == 0, done.stderr
+    names = [tool["name"] for tool in json.loads(done.stdout)["tools"]]
+    assert names == sorted(names) and set(BUILTINS) <= set(names)
+    assert {tool["source"] for tool in json.loads(done.stdout)["tools"]} == {"builtin"}
+
+
+def test_the_binary_bundles_metadata_for_what_it_bundles(home: dict[str, str]) -> None:
+    done = run("plugins", "list", "--json", env=home)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)["plugins"]
+    assert [row["name"] for row in rows] == ["builtin"] and rows[0]["status"] == "ok"
+
+
+# ---------------------------------------------------------------- serve through the SDK client
+
+
+@pytest.mark.anyio
+async def test_serve_calls_every_builtin(home: dict[str, str], tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    params = StdioServerParameters(
+        command=BINARY, args=["serve", "--root", str(root)], cwd=str(root), env=home
+    )
+    with (tmp_path / "stderr.log").open("w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            names = [tool.name for tool in (await session.list_tools()).tools]
+            assert set(BUILTINS) <= set(names)
+            calls: list[tuple[str, dict[str, Any]]] = [
+                ("Write", {"path": "notes.txt", "content": "alpha\nbeta\n"}),
+                ("Read", {"path": "notes.txt"}),
+                ("Edit", {"path": "notes.txt", "old": "beta", "new": "gamma"}),
+                ("Bash", {"command": "echo from-bash && cat notes.txt"}),
+                ("Glob", {"pattern": "*.txt"}),
+                ("Grep", {"pattern": "gamma"}),
+            ]
+            results = {}
+            for name, arguments in calls:
+                result = await session.call_tool(name, arguments)
+                assert not result.is_error, f"{name}: {text_of(result)}"
+                results[name] = text_of(result)
+    assert "alpha" in results["Read"] and "beta" in results["Read"]
+    assert (root / "notes.txt").read_text() == "alpha\ngamma\n"
+    assert "from-bash" in results["Bash"] and "gamma" in results["Bash"]
+    assert "notes.txt" in results["Glob"] and "notes.txt" in results["Grep"]
+
+
+@pytest.mark.anyio
+async def test_bash_children_get_the_users_environment_not_the_bundles(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    """The bootloader points LD_LIBRARY_PATH at the bundle; a Bash command must not see that."""
+    env = {**home, "LD_LIBRARY_PATH": "/opt/users/own/lib"}
+    params = StdioServerParameters(command=BINARY, args=["serve", "--root", str(tmp_path)], env=env)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        result = await session.call_tool(
+            "Bash", {"command": "env | grep -E '^(LD_LIBRARY_PATH|_PYI|_MEI)' | sort"}
+        )
+    assert not result.is_error, text_of(result)
+    seen = [line for line in text_of(result).splitlines() if "=" in line]
+    assert seen == ["LD_LIBRARY_PATH=/opt/users/own/lib"], text_of(result)
+
+
+@pytest.mark.anyio
+async def test_a_plugin_installed_for_the_binary_is_served(home: dict[str, str], tmp_path: Path) -> None:
+    target = Path(home["AWF_MCP_PLUGIN_PATH"])
+    install_echo(home, target)
+    # Nothing the binary bundles was copied into the plugin directory.
+    assert sorted(p.name for p in target.glob("*.dist-info")) == ["awf_plugin_echo-1.0.0.dist-info"]
+    listed = run("plugins", "list", "--json", env=home)
+    row = {r["name"]: r for r in json.loads(listed.stdout)["plugins"]}["echo"]
+    assert row["status"] == "ok" and Path(row["location"]) == target and row["tools"] == ["echo_echo"]
+
+    params = StdioServerParameters(command=BINARY, args=["serve", "--no-builtins"], env=home)
+    async with (
+        stdio_client(params, errlog=sys.stderr) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        assert [tool.name for tool in (await session.list_tools()).tools] == ["echo_echo"]
+        result = await session.call_tool("echo_echo", {"text": "frozen", "prefix": ">"})
+        assert not result.is_error and json.loads(text_of(result))["output"] == ">frozen"
+
+    removed = run("plugins", "uninstall", "echo", env=home)
+    assert removed.returncode == 0, removed.stderr
+    assert list(target.glob("*.dist-info")) == []
+
+
+def test_a_mismatched_compiled_plugin_is_one_line_not_a_crash(home: dict[str, str]) -> None:
+    from tests.helpers.distributions import make_distribution
+
+    target = Path(home["AWF_MCP_PLUGIN_PATH"])
+    make_distribution(
+        target, dist="awf-plugin-native", plugin="native", module="awf_native_plugin",
+        source="import awf_native_ext\n",
+    )  # fmt: skip
+    (target / "awf_native_ext.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF not for this machine")
+    (target / "awf_native_ext.abi3.so").write_bytes(b"not an ELF file")
+    done = run("tools", "list", "--json", env=home)
+    assert done.returncode == 0, done.stderr
+    assert set(BUILTINS) <= {tool["name"] for tool in json.loads(done.stdout)["tools"]}
+    lines = [line for line in done.stderr.splitlines() if "native" in line]
+    assert len(lines) == 1 and "ImportError" in lines[0] and "Traceback" not in done.stderr
+
+
+# ---------------------------------------------------------------- the raw process: purity, EOF, signals
+
+
+def initialize_frames() -> bytes:
+    frames = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    return b"".join(json.dumps(frame).encode() + b"\n" for frame in frames)
+
+
+def start_raw(env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen(
+        [BINARY, "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(initialize_frames())
+    process.stdin.flush()
+    for _ in range(2):
+        reply = json.loads(process.stdout.readline())
+        assert reply["jsonrpc"] == "2.0" and "result" in reply
+    return process
+
+
+def test_stdout_is_json_rpc_only_and_eof_exits_zero(home: dict[str, str], tmp_path: Path) -> None:
+    done = subprocess.run(
+        [BINARY, "serve"], input=initialize_frames(), capture_output=True, env=home, cwd=tmp_path, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 2 and all(json.loads(line)["jsonrpc"] == "2.0" for line in lines)
+    assert done.stdout.endswith(b"\n")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_signals_exit_zero_promptly(home: dict[str, str], tmp_path: Path, signum: int) -> None:
+    process = start_raw(home, tmp_path)
+    try:
+        began = time.monotonic()
+        # Signal the whole process: a one-file binary is a bootloader parent and a Python child.
+        process.send_signal(signum)
+        code = process.wait(timeout=10)
+        assert time.monotonic() - began < 3
+        assert code == 0, process.stderr.read() if process.stderr else ""
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_closing_stdin_while_idle_exits_within_a_second(home: dict[str, str], tmp_path: Path) -> None:
+    process = start_raw(home, tmp_path)
+    try:
+        assert process.stdin is not None
+        began = time.monotonic()
+        process.stdin.close()
+        assert process.wait(timeout=10) == 0
+        assert time.monotonic() - began < 2
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_sigkill_of_the_process_a_client_started_leaves_no_server_behind(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    """An HTTP server never sees stdin EOF: killing the one-file bootloader must still end it."""
+    process = subprocess.Popen(
+        [BINARY, "serve", "--transport", "http", "--port", "0", "--root", str(tmp_path)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=home,
+    )
+    try:
+        assert process.stderr is not None
+        deadline = time.monotonic() + 30
+        while "listening on" not in process.stderr.readline().decode() and time.monotonic() < deadline:
+            assert process.poll() is None, "the HTTP server did not start"
+        servers = children_of(process.pid) or [process.pid]  # one-file: the bootloader's child
+        process.kill()
+        process.wait()
+        deadline = time.monotonic() + 10
+        while any(alive(pid) for pid in servers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(alive(pid) for pid in servers), f"left running: {servers}"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def test_cold_start_is_reported(home: dict[str, str], tmp_path: Path) -> None:
+    """Spawn -> tools/list answered, for the record (printed with -s; not a pass/fail threshold)."""
+    began = time.monotonic()
+    process = start_raw(home, tmp_path)
+    elapsed = time.monotonic() - began
+    assert process.stdin is not None
+    process.stdin.close()
+    assert process.wait(timeout=10) == 0
+    print(f"\ncold start (spawn -> tools/list answered): {elapsed * 1000:.0f} ms")
+    assert elapsed < 30

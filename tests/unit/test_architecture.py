@@ -1,0 +1,57 @@
+"""The layering of ARCHITECTURE.md, enforced: import-linter contracts and a lean ``serve``."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.harness import server_env
+
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+def test_import_linter_contracts_hold() -> None:
+    lint_imports = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
+    assert lint_imports, "import-linter is not installed (pip install -e '.[test]')"
+    result = subprocess.run([lint_imports], cwd=PROJECT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "broken" not in result.stdout.lower().replace("0 broken", "")
+
+
+@pytest.mark.e2e
+def test_serve_never_imports_typer_or_rich(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "awf_mcp", "serve", "--root", str(tmp_path)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=server_env(),
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    imported = {
+        line.split("|")[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")
+    }
+    assert "awf_mcp.wire.server" in imported, "the serve path was not exercised"
+    # (click is imported anyway: the SDK's own import pulls in uvicorn, which needs it.)
+    banned = ("rich", "typer", "awf_mcp.cli.commands")
+    assert not {name for name in imported if name.split(".")[0] in banned or name in banned}
+
+
+def test_every_module_is_under_the_sdk_contract() -> None:
+    import tomllib
+
+    contracts = tomllib.loads((PROJECT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    sdk = next(c for c in contracts if c["name"].startswith("only the SDK adapter"))
+    named = set(sdk["source_modules"])
+    top_level = {
+        "awf_mcp." + (path.stem if path.suffix == ".py" else path.name)
+        for path in (PROJECT / "awf_mcp").iterdir()
+        if (path.suffix == ".py" and path.stem != "__init__") or (path / "__init__.py").exists()
+    }
+    top_level.discard("awf_mcp.wire")
+    assert top_level <= named, f"add to the contract in pyproject.toml: {sorted(top_level - named)}"

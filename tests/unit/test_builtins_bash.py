@@ -1,0 +1,201 @@
+"""Bash called directly: output, exit codes, caps, and that timeouts, cancellation and close
+leave nothing behind.
+
+Leftover processes are found through ``/proc``: every test command carries a
+unique marker in the command lines of the processes it starts.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import anyio
+import pytest
+
+from awf_mcp.builtins import BuiltinTools
+from awf_mcp.builtins.limits import BASH_OUTPUT_BYTES
+from awf_mcp.ports import CallContext, ToolError, ToolResult, bind_call_context, unbind_call_context
+from tests.helpers.harness import marked_pids
+
+
+@pytest.fixture
+def marker() -> str:
+    return f"awf-test-{uuid.uuid4().hex}"
+
+
+def spawner(marker: str) -> str:
+    """A command starting two marked grandchildren and a marked foreground sleeper."""
+    child = f"sh -c 'sleep 300; true {marker}'"
+    return f"{child} & {child} & sleep 300; true {marker}"
+
+
+def my_zombies() -> list[int]:
+    zombies = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] == "Z" and int(fields[1]) == os.getpid():
+            zombies.append(int(entry))
+    return zombies
+
+
+def assert_nothing_left(marker: str) -> None:
+    deadline = time.monotonic() + 5
+    while marked_pids(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marked_pids(marker) == []
+    assert my_zombies() == []
+
+
+async def wait_for_marked(marker: str, count: int) -> None:
+    with anyio.fail_after(10):
+        while len(marked_pids(marker)) < count:
+            await anyio.sleep(0.05)
+
+
+async def run(tools: BuiltinTools, **arguments: object) -> ToolResult:
+    result = await tools.call_tool("Bash", arguments)
+    assert isinstance(result, ToolResult)
+    return result
+
+
+@pytest.mark.anyio
+async def test_output_exit_code_and_cwd(tools: BuiltinTools, root: Path) -> None:
+    (root / "sub").mkdir()
+    result = await run(tools, command="echo out; echo err >&2; pwd", cwd="sub")
+    assert not result.is_error
+    assert result.content[0].text == f"exit code 0\n--- stdout ---\nout\n{root / 'sub'}\n--- stderr ---\nerr"
+    default = await run(tools, command="pwd; read line; echo read=$?")
+    assert str(root) in default.content[0].text and "read=1" in default.content[0].text
+
+
+@pytest.mark.anyio
+async def test_non_zero_exit_is_an_error(tools: BuiltinTools) -> None:
+    result = await run(tools, command="echo failing >&2; exit 7")
+    assert result.is_error
+    assert result.content[0].text == "exit code 7\n--- stderr ---\nfailing"
+    silent = await run(tools, command="true")
+    assert silent.content[0].text == "exit code 0\n(no output)"
+    killed = await run(tools, command="kill -9 $$")
+    assert killed.is_error and "SIGKILL" in killed.content[0].text
+
+
+@pytest.mark.anyio
+async def test_timeout_argument_is_checked(tools: BuiltinTools) -> None:
+    for bad in (0, -1, 601):
+        with pytest.raises(ToolError, match="between 1 and 600"):
+            await tools.call_tool("Bash", {"command": "true", "timeout_seconds": bad})
+    with pytest.raises(ToolError, match="empty"):
+        await tools.call_tool("Bash", {"command": "   "})
+
+
+@pytest.mark.anyio
+async def test_output_is_capped(tools: BuiltinTools) -> None:
+    total = BASH_OUTPUT_BYTES + 12_345
+    result = await run(tools, command=f"head -c {total} /dev/zero | tr '\\0' a; echo done >&2")
+    text = result.content[0].text
+    assert "a" * 1000 in text
+    assert f"[stdout truncated: first 1 MiB shown, {12_345:,} more bytes dropped]" in text
+    assert text.endswith("--- stderr ---\ndone")
+
+
+@pytest.mark.anyio
+async def test_timeout_kills_the_whole_group(tools: BuiltinTools, marker: str) -> None:
+    started = time.monotonic()
+    result = await run(tools, command=f"echo before; {spawner(marker)}", timeout_seconds=1)
+    assert time.monotonic() - started < 5
+    assert result.is_error
+    text = result.content[0].text
+    assert text.startswith("timed out after 1 s; the command's process group was killed")
+    assert "before" in text
+    assert_nothing_left(marker)
+
+
+@pytest.mark.anyio
+async def test_background_writer_holding_the_pipe_counts_toward_timeout(
+    tools: BuiltinTools, marker: str
+) -> None:
+    result = await run(tools, command=f"(sleep 300; true {marker}) & echo started", timeout_seconds=1)
+    assert result.is_error and "timed out" in result.content[0].text
+    assert_nothing_left(marker)
+
+
+@pytest.mark.anyio
+async def test_cancelling_the_call_kills_the_group(tools: BuiltinTools, marker: str) -> None:
+    finished: list[ToolResult] = []
+
+    async def call() -> None:
+        finished.append(await run(tools, command=spawner(marker)))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(call)
+        await wait_for_marked(marker, 3)
+        group.cancel_scope.cancel()
+    assert finished == []
+    assert_nothing_left(marker)
+
+
+@pytest.mark.anyio
+async def test_cancelled_flag_kills_the_group(tools: BuiltinTools, marker: str) -> None:
+    context = CallContext(tool_name="Bash", cancelled=threading.Event())
+    token = bind_call_context(context)
+    try:
+        async with anyio.create_task_group() as group:
+            results: list[ToolResult] = []
+
+            async def call() -> None:
+                results.append(await run(tools, command=spawner(marker)))
+
+            group.start_soon(call)
+            await wait_for_marked(marker, 3)
+            context.cancelled.set()
+    finally:
+        unbind_call_context(token)
+    assert results[0].is_error and results[0].content[0].text.startswith("cancelled")
+    assert_nothing_left(marker)
+
+
+@pytest.mark.anyio
+async def test_close_kills_running_and_lingering_groups(tools: BuiltinTools, marker: str) -> None:
+    lingering = await run(
+        tools, command=f"nohup sh -c 'sleep 300; true {marker}-bg' >/dev/null 2>&1 & echo ok"
+    )
+    assert not lingering.is_error
+    await wait_for_marked(f"{marker}-bg", 1)
+    results: list[ToolResult] = []
+    async with anyio.create_task_group() as group:
+
+        async def call() -> None:
+            results.append(await run(tools, command=spawner(marker)))
+
+        group.start_soon(call)
+        await wait_for_marked(marker, 4)
+        await tools.close()
+    assert results[0].is_error
+    assert_nothing_left(marker)
+
+
+@pytest.mark.anyio
+async def test_progress_is_reported_every_second(tools: BuiltinTools) -> None:
+    reports: list[tuple[float, float | None, str | None]] = []
+
+    def record(progress: float, total: float | None = None, message: str | None = None) -> None:
+        reports.append((progress, total, message))
+
+    context = CallContext(tool_name="Bash", report_progress=record)
+    token = bind_call_context(context)
+    try:
+        result = await run(tools, command="sleep 2.5", timeout_seconds=30)
+    finally:
+        unbind_call_context(token)
+    assert not result.is_error
+    assert [report[0] for report in reports] == [1, 2]
+    assert reports[0][1] == 30 and reports[0][2] == "running for 1s"

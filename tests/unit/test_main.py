@@ -1,0 +1,63 @@
+"""The entry point: ``serve`` is parsed without Typer, every other command goes through it."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.harness import server_command, server_env
+
+SERVE_OPTIONS = (
+    "--root", "--no-builtins", "--only", "--exclude", "--config", "--strict", "--log-level",
+    "--log-format", "--log-file", "--audit-log", "--debug", "--call-timeout", "--transport",
+    "--host", "--port", "--token",
+)  # fmt: skip
+
+
+def awf(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        server_command(*args),
+        cwd=cwd,
+        env=server_env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_serve_help_names_every_option(tmp_path: Path) -> None:
+    done = awf("serve", "--help", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: awf-mcp serve")
+    missing = [option for option in SERVE_OPTIONS if option not in done.stdout]
+    assert missing == []
+
+
+def test_the_top_level_help_lists_serve_and_points_at_its_options(tmp_path: Path) -> None:
+    done = awf("--help", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "serve" in done.stdout and "awf-mcp serve --help" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "needle"),
+    [
+        (("--bogus",), 2, "unrecognized arguments: --bogus"),
+        (("--port", "eighty"), 2, "invalid int value: 'eighty'"),
+        (("--transport", "carrier-pigeon"), 2, "invalid choice: 'carrier-pigeon'"),
+        (("--log-level", "LOUD"), 1, "unknown log level 'LOUD'"),
+        (("--root", "does-not-exist"), 1, "does-not-exist"),
+        (("--transport", "http", "--host", "0.0.0.0"), 1, "pass --token TOKEN"),
+    ],
+)
+def test_bad_serve_options_are_one_clear_line(
+    tmp_path: Path, args: tuple[str, ...], code: int, needle: str
+) -> None:
+    done = awf("serve", *args, cwd=tmp_path)
+    assert done.returncode == code, done.stderr
+    assert needle in done.stderr and "Traceback" not in done.stderr
+    assert done.stdout == ""

@@ -1,0 +1,150 @@
+"""Registry: name rules, all-or-nothing per plugin, collisions, selection, renames."""
+
+from __future__ import annotations
+
+import pytest
+
+from awf_mcp.core.config import PluginToolSelection, Settings
+from awf_mcp.core.plugins import PluginRecord, ProviderTools
+from awf_mcp.core.registry import build, long_names, name_problem
+from awf_mcp.errors import ConfigError, PluginError, ToolNameError, UnknownToolError
+from awf_mcp.ports import BUILTIN_SOURCE
+from tests.helpers.providers import StaticProvider, definition
+
+
+def record(name: str, *tool_names: str, source: str | None = None) -> PluginRecord:
+    src = source or f"plugin:{name}"
+    provider = StaticProvider(*(definition(t, src) for t in tool_names))
+    rec = PluginRecord(name=name, source=src, distribution=f"awf-plugin-{name}", version="1.0")
+    rec.providers.append(ProviderTools(provider=provider, tools=provider.list_tools()))
+    return rec
+
+
+def builtin(*tool_names: str) -> PluginRecord:
+    return record("builtin", *tool_names, source=BUILTIN_SOURCE)
+
+
+@pytest.mark.parametrize("name", ["Read", "echo_echo", "a-b", "x" * 64, "A1_b-2"])
+def test_valid_names_pass(name: str) -> None:
+    assert name_problem(name) is None
+
+
+@pytest.mark.parametrize("name", ["", "has.dot", "has space", "x" * 65, "ünï", "a/b"])
+def test_invalid_names_are_explained(name: str) -> None:
+    problem = name_problem(name)
+    assert problem is not None and "invalid" in problem
+
+
+def test_tools_are_sorted_by_name_across_plugins() -> None:
+    registry = build(
+        [record("zed", "zed_a"), builtin("Read", "Bash"), record("abc", "abc_z", "abc_a")], Settings()
+    )
+    assert [d.name for d in registry.definitions()] == ["Bash", "Read", "abc_a", "abc_z", "zed_a"]
+
+
+def test_a_plugin_with_one_invalid_name_is_skipped_whole() -> None:
+    bad = record("demo", "demo_ok", "demo.bad")
+    good = record("other", "other_x")
+    registry = build([bad, good], Settings())
+    assert [d.name for d in registry.definitions()] == ["other_x"]
+    assert bad.status.startswith("failed: tool name 'demo.bad' is invalid")
+
+
+def test_a_plugin_tool_without_its_prefix_is_refused() -> None:
+    rec = record("demo", "Read")
+    build([rec, builtin("Bash")], Settings())
+    assert "must be named 'demo_<name>'" in rec.status
+
+
+def test_invalid_tools_are_fatal_when_strict() -> None:
+    with pytest.raises(PluginError, match=r"demo\.bad"):
+        build([record("demo", "demo.bad")], Settings(strict=True))
+
+
+def test_collision_inside_one_plugin_is_fatal_and_names_the_tool() -> None:
+    with pytest.raises(ToolNameError) as caught:
+        build([record("demo", "demo_x", "demo_x")], Settings())
+    message = str(caught.value)
+    assert "USER.MCP_PROXY.NAME_COLLISION" in message
+    assert "'demo_x'" in message and "--exclude demo_x" in message and "[rename]" in message
+
+
+def test_collision_across_plugins_names_both_sources() -> None:
+    with pytest.raises(ToolNameError) as caught:
+        build([record("a", "a_b_c"), record("a_b", "a_b_c")], Settings())
+    assert "plugin:a and plugin:a_b" in str(caught.value)
+
+
+def test_exclude_resolves_a_collision() -> None:
+    registry = build(
+        [builtin("Read"), record("a", "a_x")], Settings(renames={"a_x": "Read"}, exclude=("Read",))
+    )
+    assert registry.definitions() == []
+
+
+def test_rename_by_qualified_name_resolves_a_collision() -> None:
+    registry = build(
+        [record("a", "a_b_c"), record("a_b", "a_b_c")], Settings(renames={"plugin:a_b/a_b_c": "ab_c"})
+    )
+    names = {d.name: d.source for d in registry.definitions()}
+    assert names == {"a_b_c": "plugin:a", "ab_c": "plugin:a_b"}
+    assert registry.lookup("ab_c").original_name == "a_b_c"
+
+
+def test_rename_to_an_invalid_name_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="invalid"):
+        build([record("a", "a_x")], Settings(renames={"a_x": "bad.name"}))
+
+
+def test_rename_of_an_unknown_tool_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="'ghost'"):
+        build([record("a", "a_x")], Settings(renames={"ghost": "g"}))
+
+
+def test_only_and_exclude_take_globs() -> None:
+    records = [builtin("Read", "Bash", "Grep"), record("a", "a_x", "a_y")]
+    only = build(records, Settings(only=("a_*", "Read")))
+    assert [d.name for d in only.definitions()] == ["Read", "a_x", "a_y"]
+    excluded = build(records, Settings(exclude=("Bash", "a_y")))
+    assert [d.name for d in excluded.definitions()] == ["Grep", "Read", "a_x"]
+
+
+def test_proxy_selection_exposes_only_listed_operations() -> None:
+    settings = Settings(plugin_tools=(PluginToolSelection("a", ("x",)),))
+    registry = build([builtin("Read"), record("a", "a_x", "a_y")], settings)
+    assert [d.name for d in registry.definitions()] == ["Read", "a_x"]
+
+
+def test_proxy_selection_of_an_unknown_plugin_has_its_code() -> None:
+    settings = Settings(plugin_tools=(PluginToolSelection("nope", ("x",)),))
+    with pytest.raises(ConfigError) as caught:
+        build([record("a", "a_x")], settings)
+    assert caught.value.code == "USER.MCP_PROXY.UNKNOWN_PLUGIN" and "installed plugins: a" in str(
+        caught.value
+    )
+
+
+def test_proxy_selection_of_an_unknown_operation_lists_the_offered_ones() -> None:
+    settings = Settings(plugin_tools=(PluginToolSelection("a", ("zz",)),))
+    with pytest.raises(ConfigError) as caught:
+        build([record("a", "a_x", "a_y")], settings)
+    assert caught.value.code == "USER.MCP_PROXY.UNKNOWN_OPERATION"
+    assert "offers: x, y" in str(caught.value)
+
+
+def test_nothing_to_serve_is_the_empty_proxy_error() -> None:
+    with pytest.raises(ConfigError) as caught:
+        build([], Settings(builtins=False))
+    assert caught.value.code == "USER.MCP_PROXY.EMPTY_PROXY"
+
+
+def test_lookup_of_an_unknown_tool_suggests_close_names() -> None:
+    registry = build([builtin("Read", "Grep")], Settings())
+    with pytest.raises(UnknownToolError, match="unknown tool 'Rea'"):
+        registry.lookup("Rea")
+
+
+def test_long_names_counts_the_client_prefix() -> None:
+    fits = definition("a" * (64 - len("mcp__awf__")))
+    too_long = definition("b" * (65 - len("mcp__awf__")))
+    assert long_names([fits, too_long]) == [too_long.name]

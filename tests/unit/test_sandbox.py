@@ -1,0 +1,175 @@
+"""The sandbox: resolution rules, and the escape corpus tried in-process against every path argument.
+
+The corpus is tests/data/escape_corpus.json (shared with tests/e2e/test_escapes.py,
+which runs it through a real server). Each escape attempt must be refused (a
+ToolError or an ``isError`` result), show nothing from outside, and leave the
+directory outside the root, and the root itself, exactly as they were.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from awf_mcp.builtins import BuiltinTools, PathRefused, Sandbox
+from awf_mcp.ports import ToolError, ToolResult
+from tests.helpers.escapes import (
+    EscapeWorld,
+    build_world,
+    escape_paths,
+    glob_pattern_calls,
+    leaks,
+    refused_calls,
+)
+from tests.helpers.harness import snapshot
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> EscapeWorld:
+    """A root with symlinks pointing out, and a sibling directory holding a secret."""
+    return build_world(tmp_path)
+
+
+async def outcome(tools: BuiltinTools, name: str, arguments: dict[str, Any]) -> tuple[bool, str]:
+    """(refused, message) for one call."""
+    try:
+        result = await tools.call_tool(name, arguments)
+    except ToolError as exc:
+        return True, str(exc)
+    assert isinstance(result, ToolResult)
+    return result.is_error, "\n".join(item.text for item in result.content)
+
+
+@pytest.mark.anyio
+async def test_every_escape_is_refused_by_every_path_argument(world: EscapeWorld) -> None:
+    tools = BuiltinTools(Sandbox([str(world.root)]))
+    corpus = escape_paths(world)
+    assert len(set(corpus)) == len(corpus) >= 60
+    before = snapshot(world.base)
+    failures = []
+    for path in corpus:
+        for name, argument, arguments in refused_calls(path):
+            refused, message = await outcome(tools, name, arguments)
+            if not refused or leaks(world, message):
+                failures.append((name, argument, path[:60], message[:200]))
+    await tools.close()
+    assert failures == []
+    assert snapshot(world.base) == before
+
+
+@pytest.mark.anyio
+async def test_escapes_as_glob_patterns_never_list_outside(world: EscapeWorld) -> None:
+    tools = BuiltinTools(Sandbox([str(world.root)]))
+    for path in escape_paths(world):
+        for arguments in glob_pattern_calls(path):
+            refused, message = await outcome(tools, "Glob", arguments)
+            assert not leaks(world, message), (arguments, message)
+            assert refused or "secret" not in message, (arguments, message)
+
+
+@pytest.mark.anyio
+async def test_refusal_message_names_argument_and_root(world: EscapeWorld) -> None:
+    root = world.root
+    tools = BuiltinTools(Sandbox([str(root)]))
+    with pytest.raises(PathRefused) as caught:
+        await tools.call_tool("Read", {"path": "../outside/secret.txt"})
+    assert str(caught.value).startswith(f"path '../outside/secret.txt' is outside the root {root}")
+    with pytest.raises(PathRefused, match="NUL byte"):
+        await tools.call_tool("Read", {"path": "a\x00b"})
+    with pytest.raises(PathRefused, match="too long"):
+        await tools.call_tool("Read", {"path": "a/" * 2500})
+
+
+@pytest.mark.anyio
+async def test_walks_never_reach_outside_through_links(world: EscapeWorld) -> None:
+    tools = BuiltinTools(Sandbox([str(world.root)]))
+    listed = await tools.call_tool("Glob", {"pattern": "**/*"})
+    text = listed.content[0].text
+    assert "secret" not in text
+    assert "link_out_file" not in text and "link_out_dir" not in text
+    assert "sub/inside.txt" in text
+    found = await tools.call_tool("Grep", {"pattern": "SECRET", "include_ignored": True})
+    assert "TOP-SECRET" not in found.content[0].text
+    assert found.content[0].text.startswith("No matches found")
+
+
+def test_relative_paths_start_at_the_first_root_not_the_process_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    monkeypatch.chdir(second)
+    sandbox = Sandbox([str(first), str(second)])
+    assert sandbox.resolve("a.txt") == str(first / "a.txt")
+    assert sandbox.resolve(str(second / "b.txt")) == str(second / "b.txt")
+    assert sandbox.display(str(first / "x" / "y")) == "x/y"
+    assert sandbox.display(str(second / "b.txt")) == str(second / "b.txt")
+    with pytest.raises(PathRefused, match="outside the roots"):
+        sandbox.resolve(str(tmp_path / "third"))
+
+
+def test_links_inside_the_root_and_new_paths_resolve(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "real").mkdir(parents=True)
+    (root / "alias").symlink_to("real")
+    sandbox = Sandbox([str(root)])
+    assert sandbox.resolve("alias/new/deeper.txt") == str(root / "real" / "new" / "deeper.txt")
+    assert sandbox.resolve("real/../real/./x") == str(root / "real" / "x")
+    assert sandbox.resolve(".") == str(root)
+    with pytest.raises(PathRefused, match=r"'\.\.' after"):
+        sandbox.resolve("missing/../x")
+
+
+def test_a_root_that_is_itself_a_link_is_resolved(tmp_path: Path) -> None:
+    real = tmp_path / "real-root"
+    real.mkdir()
+    (tmp_path / "root-link").symlink_to(real)
+    sandbox = Sandbox([str(tmp_path / "root-link")])
+    assert sandbox.roots == (str(real),)
+    assert sandbox.resolve(str(tmp_path / "root-link" / "f")) == str(real / "f")
+
+
+def test_open_file_refuses_a_component_swapped_for_a_link(world: EscapeWorld) -> None:
+    root, outside = world.root, world.outside
+    sandbox = Sandbox([str(root)])
+    (root / "swap").mkdir()
+    (root / "swap" / "secret.txt").write_text("inside")
+    checked = sandbox.resolve("swap/secret.txt")
+    (root / "swap" / "secret.txt").unlink()
+    (root / "swap").rmdir()
+    (root / "swap").symlink_to(outside)
+    with pytest.raises(OSError):
+        sandbox.open_file(checked)
+
+
+def test_sandbox_needs_existing_directories(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        Sandbox([])
+    with pytest.raises(ValueError):
+        Sandbox([str(tmp_path / "missing")])
+
+
+def test_bash_cwd_escape_runs_nothing(world: EscapeWorld) -> None:
+    tools = BuiltinTools(Sandbox([str(world.root)]))
+
+    async def main() -> None:
+        with pytest.raises(ToolError):
+            await tools.call_tool("Bash", {"command": "touch ran", "cwd": "link_out_dir"})
+
+    anyio.run(main)
+    assert not (world.outside / "ran").exists()
+    assert not (world.root / "ran").exists()
+
+
+def test_a_link_the_kernel_will_not_read_is_refused_not_raised(tmp_path: Path) -> None:
+    """/proc/1/root cannot be read through readlink(2) here; that is a refusal, not a PermissionError."""
+    sandbox = Sandbox([str(tmp_path)])
+    with pytest.raises(PathRefused):
+        sandbox.resolve("/proc/1/root/etc/passwd")
+    (tmp_path / "link_to_init_root").symlink_to("/proc/1/root")
+    with pytest.raises(PathRefused):
+        sandbox.resolve("link_to_init_root/etc/passwd")

@@ -1,0 +1,184 @@
+"""The SDK adapter in-process: mapping to MCP types, error paths, and the stdio framing over real pipes."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client import Client
+from mcp.shared.exceptions import MCPError
+
+from awf_mcp.core.calls import ToolInvoker
+from awf_mcp.core.registry import RegisteredTool, Registry
+from awf_mcp.ports import ToolDefinition, ToolResult
+from awf_mcp.wire.framing import StdioWire
+from awf_mcp.wire.server import McpServer, frame_error, tool_to_mcp
+from tests.helpers.providers import ANNOTATED, IMAGE, StaticProvider, definition
+
+pytestmark = pytest.mark.anyio
+
+
+def make_server(provider: StaticProvider) -> McpServer:
+    tools = [RegisteredTool(d, provider, d.name) for d in provider.list_tools()]
+    return McpServer(ToolInvoker(Registry(tools, [provider]), timeout_seconds=5), version="9.9")
+
+
+def demo_provider() -> StaticProvider:
+    def explode(arguments: Any) -> ToolResult:
+        raise RuntimeError("inner")
+
+    return StaticProvider(
+        definition("demo_echo"),
+        definition("demo_image"),
+        definition("demo_structured"),
+        definition("demo_raise"),
+        ANNOTATED,
+        answers={
+            "demo_image": IMAGE,
+            "demo_structured": ToolResult(
+                content=ToolResult.text('{"a": 1}').content, structured_content={"a": 1}
+            ),
+            "demo_raise": explode,
+        },
+    )
+
+
+def test_an_empty_schema_becomes_an_object_schema() -> None:
+    tool = tool_to_mcp(ToolDefinition(name="x_y", description="d", input_schema={}))
+    assert tool.input_schema == {"type": "object"}
+
+
+def test_annotations_become_hints() -> None:
+    tool = tool_to_mcp(ANNOTATED)
+    assert tool.annotations is not None
+    assert (tool.annotations.read_only_hint, tool.annotations.destructive_hint) == (True, False)
+    assert tool.annotations.title == "Annotated"
+
+
+async def test_in_memory_client_lists_and_calls() -> None:
+    server = make_server(demo_provider())
+    async with Client(server.sdk_server) as client:
+        listed = await client.list_tools()
+        assert [t.name for t in listed.tools] == sorted(t.name for t in listed.tools)
+        echo = await client.call_tool("demo_echo", {"text": "hi"})
+        assert echo.content[0].text == "demo_echo:hi"  # type: ignore[union-attr]
+        image = await client.call_tool("demo_image", {"text": "x"})
+        assert image.content[0].type == "image" and image.content[0].mime_type == "image/png"  # type: ignore[union-attr]
+        structured = await client.call_tool("demo_structured", {"text": "x"})
+        assert structured.structured_content == {"a": 1}
+        failed = await client.call_tool("demo_raise", {"text": "x"})
+        assert failed.is_error and failed.content[0].text == "RuntimeError: inner"  # type: ignore[union-attr]
+        with pytest.raises(MCPError, match="unknown tool 'ghost'"):
+            await client.call_tool("ghost", {})
+
+
+def test_frame_error_distinguishes_parse_errors_from_invalid_requests() -> None:
+    parse = json.loads(frame_error(b"{oops"))
+    assert parse["error"]["code"] == -32700 and parse["id"] is None
+    invalid = json.loads(frame_error(b'{"id": 4, "method": 7}'))
+    assert invalid["error"]["code"] == -32600 and invalid["id"] == 4
+    odd_id = json.loads(frame_error(b'{"id": true}'))
+    assert odd_id["id"] is None
+
+
+class PipeClient:
+    """Raw JSON-RPC lines over a pair of pipes to an in-process server."""
+
+    def __init__(self, write_fd: int, read_fd: int) -> None:
+        self.write_fd = write_fd
+        self.reader = os.fdopen(read_fd, "rb")
+
+    async def send(self, data: bytes | dict[str, Any]) -> None:
+        raw = data if isinstance(data, bytes) else json.dumps(data).encode()
+        await anyio.to_thread.run_sync(os.write, self.write_fd, raw + b"\n")
+
+    async def send_large(self, data: bytes) -> None:
+        def write_all() -> None:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.write_fd, view[: 1 << 20]) :]
+
+        await anyio.to_thread.run_sync(write_all)
+
+    async def receive(self) -> dict[str, Any]:
+        line = await anyio.to_thread.run_sync(self.reader.readline)
+        assert line, "server closed its output"
+        return json.loads(line)
+
+    def close(self) -> None:
+        os.close(self.write_fd)
+
+
+@asynccontextmanager
+async def served_over_pipes(server: McpServer) -> AsyncIterator[PipeClient]:
+    to_server_r, to_server_w = os.pipe()
+    to_client_r, to_client_w = os.pipe()
+    client = PipeClient(to_server_w, to_client_r)
+    async with anyio.create_task_group() as group:
+
+        async def run() -> None:
+            await server.serve_stdio(StdioWire(read_fd=to_server_r, write_fd=to_client_w))
+            os.close(to_client_w)
+
+        group.start_soon(run)
+        await client.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            }
+        )
+        assert (await client.receive())["result"]["serverInfo"]["name"] == "awf-mcp-server"
+        await client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        yield client
+        client.close()
+    os.close(to_server_r)
+    client.reader.close()
+
+
+async def test_framing_answers_bad_lines_and_keeps_serving() -> None:
+    async with served_over_pipes(make_server(demo_provider())) as client:
+        await client.send(b"this is not json")
+        assert (await client.receive())["error"]["code"] == -32700
+        await client.send({"id": 9, "nonsense": True})
+        reply = await client.receive()
+        assert reply["error"]["code"] == -32600 and reply["id"] == 9
+        await client.send(b"   ")
+        await client.send({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert (await client.receive()) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+
+async def test_an_oversized_line_is_refused_and_the_next_one_served() -> None:
+    async with served_over_pipes(make_server(demo_provider())) as client:
+        huge = b'{"jsonrpc":"2.0","id":2,"method":"ping","params":{"pad":"' + b"x" * (11 << 20) + b'"}}'
+        await client.send_large(huge + b"\n")
+        reply = await client.receive()
+        assert reply["error"]["code"] == -32600 and "exceeds" in reply["error"]["message"]
+        await client.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+        assert (await client.receive())["id"] == 3
+
+
+async def test_a_request_in_flight_at_eof_is_still_answered() -> None:
+    async with served_over_pipes(make_server(demo_provider())) as client:
+        await client.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 5,
+                "method": "tools/call",
+                "params": {"name": "demo_echo", "arguments": {"text": "z"}},
+            }
+        )
+        client.close()
+        reply = await client.receive()
+        assert reply["id"] == 5 and reply["result"]["content"][0]["text"] == "demo_echo:z"
+        client.close = lambda: None  # type: ignore[method-assign]
