@@ -30,7 +30,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from awf_mcp.ports import ToolContent, ToolResult
+from awf_mcp.ports import ToolContent, ToolResult, current_call
 
 CLIENT_BUDGETS: Mapping[str, int] = {
     "claude-code": 40_000,
@@ -54,6 +54,12 @@ def budget_for_client(client_name: str | None) -> int:
     if not client_name:
         return DEFAULT_BUDGET
     return CLIENT_BUDGETS.get(client_name.strip().lower(), DEFAULT_BUDGET)
+
+
+def current_budget() -> int:
+    """The output budget of the call running in this task or thread (the default outside one)."""
+    budget = current_call().output_budget
+    return DEFAULT_BUDGET if budget is None else budget
 
 
 def encode(text: str) -> bytes:

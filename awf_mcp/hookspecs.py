@@ -27,5 +27,14 @@ def awf_mcp_register_tools(plugin: PluginContext) -> None:
 
 
 @hookspec
+def awf_mcp_instructions() -> str | None:
+    """Called once at start-up: a short paragraph for the server's instructions, or ``None``.
+
+    Clients show the instructions to the model before its first call: say what the plugin's
+    tools are for and how to use them well, in a few sentences.
+    """
+
+
+@hookspec
 def awf_mcp_authorize_call(tool: str, source: str, arguments: Mapping[str, Any]) -> str | None:
     """Called before every tool call; return a reason string to deny it, ``None`` to allow."""

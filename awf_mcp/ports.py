@@ -166,11 +166,15 @@ class CallContext:
     loop or a worker thread and does nothing when the client asked for no
     progress. ``cancelled`` is set when the client cancels the call, the call
     times out, or the server shuts down; a long synchronous tool should poll it.
+    ``output_budget`` is how many UTF-8 bytes of result text reach the model
+    (``None`` outside a served call; :func:`awf_mcp.budget.current_budget` fills
+    in the default): a tool that sizes its own result stays within it.
     """
 
     tool_name: str
     report_progress: ProgressReporter = field(default=lambda progress, total, message: None)
     cancelled: threading.Event = field(default_factory=threading.Event)
+    output_budget: int | None = None
 
 
 _current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(

@@ -180,6 +180,10 @@ def tools_call(
     call_timeout: Annotated[
         float | None, typer.Option("--call-timeout", help="Time limit in seconds.")
     ] = None,
+    output_budget: Annotated[
+        int | None,
+        typer.Option("--output-budget", help="UTF-8 bytes of result text (default 10,000, as for Codex)."),
+    ] = None,
 ) -> None:
     """Run one tool through the same registry and call path as the server, and print the result."""
     import anyio
@@ -190,7 +194,12 @@ def tools_call(
         launch.fail(UserError(f"arguments are not valid JSON ({exc.msg} at column {exc.colno}): {arguments}"))
     rt = launch.guarded(
         lambda: _start(
-            root=root, no_builtins=no_builtins, config=config, strict=strict, call_timeout=call_timeout
+            root=root,
+            no_builtins=no_builtins,
+            config=config,
+            strict=strict,
+            call_timeout=call_timeout,
+            output_budget=output_budget,
         )
     )
     try:

@@ -89,6 +89,7 @@ def load_settings(**options: Any) -> Any:
         debug=options.get("debug", False),
         log_level=options.get("log_level"),
         call_timeout_seconds=options.get("call_timeout"),
+        output_budget=options.get("output_budget"),
     )
 
 
@@ -127,6 +128,13 @@ def serve_parser() -> argparse.ArgumentParser:
     add("--debug", action="store_true", help="Log tracebacks of failing tools to stderr.")
     add("--call-timeout", type=float, metavar="SECONDS", help="Per-call time limit (default 620).")
     add(
+        "--output-budget",
+        type=int,
+        metavar="BYTES",
+        help="UTF-8 bytes of result text per call (default: by client; Claude Code 40,000, "
+        "Gemini CLI 32,000, Codex and others 10,000).",
+    )
+    add(
         "--transport",
         default="stdio",
         choices=("stdio", "http"),
@@ -161,6 +169,7 @@ def serve(argv: Sequence[str]) -> None:
             debug=options.debug,
             log_level=options.log_level,
             call_timeout=options.call_timeout,
+            output_budget=options.output_budget,
         )
     )
     observer: Callable[[Any], None] = runtime.log_call

@@ -28,6 +28,7 @@ import pluggy
 
 from awf_mcp.core.calls import CallRecord, Policy, ToolInvoker, describe_exception
 from awf_mcp.core.config import Settings
+from awf_mcp.core.instructions import plugin_paragraphs, server_instructions
 from awf_mcp.core.observability import call_fields
 from awf_mcp.core.plugins import LoadedPlugins, PluginRecord
 from awf_mcp.core.plugins import load as load_plugins
@@ -47,6 +48,7 @@ class Runtime:
     plugins: LoadedPlugins
     registry: Registry
     invoker: ToolInvoker
+    instructions: str
 
     @property
     def providers(self) -> list[ToolProvider]:
@@ -128,8 +130,12 @@ async def start(
         timeout_seconds=settings.call_timeout_seconds,
         policy=policy_from(plugins.manager),
         observer=observer,
+        output_budget=settings.output_budget,
     )
-    return Runtime(settings=settings, plugins=plugins, registry=registry, invoker=invoker)
+    instructions = server_instructions(settings, plugin_paragraphs(plugins.manager))
+    return Runtime(
+        settings=settings, plugins=plugins, registry=registry, invoker=invoker, instructions=instructions
+    )
 
 
 def settle() -> None:
@@ -190,7 +196,7 @@ async def serve_http(
     from awf_mcp.wire import server as adapter
 
     runtime = await start(settings, observer=observer)
-    mcp_server = adapter.McpServer(runtime.invoker, version=version)
+    mcp_server = adapter.McpServer(runtime.invoker, version=version, instructions=runtime.instructions)
     settle()
     stop = anyio.Event()
     try:
@@ -218,7 +224,7 @@ async def serve_stdio(
 
     with claim_stdio() as wire:
         runtime = await start(settings, observer=observer)
-        server = McpServer(runtime.invoker, version=version)
+        server = McpServer(runtime.invoker, version=version, instructions=runtime.instructions)
         settle()
         try:
             async with anyio.create_task_group() as group:

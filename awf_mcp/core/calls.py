@@ -19,6 +19,11 @@ Contract
   has its ``cancelled`` flag set so a cooperative tool can stop.
 * Cancellation by the client propagates as the event loop's cancellation, after
   the flag is set.
+* Every result fits the call's output budget (:mod:`awf_mcp.budget`): the configured
+  one, else the default of the calling client. The tool sees it as
+  ``current_call().output_budget`` and may size its result itself; whatever it
+  returns then passes :func:`~awf_mcp.budget.fit_result`, which cuts text over the
+  budget with one note and turns structured content over it into an error.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from typing import Any
 
 import anyio
 
+from awf_mcp.budget import budget_for_client, fit_result
 from awf_mcp.core.observability import call_span
 from awf_mcp.core.registry import RegisteredTool, Registry
 from awf_mcp.ports import (
@@ -100,15 +106,28 @@ class ToolInvoker:
         timeout_seconds: float,
         policy: Policy | None = None,
         observer: Callable[[CallRecord], None] | None = None,
+        output_budget: int | None = None,
     ) -> None:
         self.registry = registry
         self.timeout_seconds = timeout_seconds
         self.policy = policy
         self.observer = observer
+        self.output_budget = output_budget
         self._validators: dict[str, Any] = {}
 
-    async def call(self, name: str, arguments: Any, *, progress: ProgressSink | None = None) -> ToolResult:
-        """Run tool ``name``; raises only :class:`UnknownToolError` (and cancellation)."""
+    def budget_for(self, client_name: str | None) -> int:
+        """The output budget of a call from ``client_name``: the configured one, else the client's default."""
+        return self.output_budget if self.output_budget is not None else budget_for_client(client_name)
+
+    async def call(
+        self,
+        name: str,
+        arguments: Any,
+        *,
+        progress: ProgressSink | None = None,
+        client_name: str | None = None,
+    ) -> ToolResult:
+        """Run tool ``name`` for ``client_name``; raises only :class:`UnknownToolError` (and cancellation)."""
         tool = self.registry.lookup(name)
         started = time.perf_counter()
         args: Mapping[str, Any] = arguments if isinstance(arguments, Mapping) else {}
@@ -117,7 +136,8 @@ class ToolInvoker:
             with call_span(name, tool.definition.source) as span:
                 result = self._precheck(tool, arguments)
                 if result is None:
-                    result = await self._run(tool, args, progress)
+                    budget = self.budget_for(client_name)
+                    result = fit_result(await self._run(tool, args, progress, budget), budget)
                 span.set_attribute("tool.is_error", result.is_error)
         finally:
             # A cancelled call is observed too: the audit log sees every call that ran.
@@ -163,9 +183,9 @@ class ToolInvoker:
         return f"{where}: {error.message}" if where else str(error.message)
 
     async def _run(
-        self, tool: RegisteredTool, arguments: Mapping[str, Any], progress: ProgressSink | None
+        self, tool: RegisteredTool, arguments: Mapping[str, Any], progress: ProgressSink | None, budget: int
     ) -> ToolResult:
-        context = CallContext(tool_name=tool.name)
+        context = CallContext(tool_name=tool.name, output_budget=budget)
         finish_progress: Callable[[], None] = _no_pump
         async with anyio.create_task_group() as group:
             if progress is not None:

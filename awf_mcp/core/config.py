@@ -6,7 +6,7 @@ Two file formats carry the same keys:
   ``plugin_tools: [{"plugin": NAME, "expose": [OPERATION, ...]}]``, ``root_dir``),
   accepted exactly as the Go version accepted it;
 * TOML (``awf-mcp.toml`` in the working directory, or ``--config x.toml``), which
-  adds ``roots``, ``only``, ``exclude``, ``rename``, ``call_timeout_seconds``,
+  adds ``roots``, ``only``, ``exclude``, ``rename``, ``call_timeout_seconds``, ``output_budget``,
   ``strict`` and per-plugin settings under ``[plugins.<name>]``.
 
 Validation failures raise :class:`~awf_mcp.errors.ConfigError` with one of the
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from awf_mcp.budget import MAX_BUDGET, MIN_BUDGET
 from awf_mcp.errors import ConfigError
 
 DEFAULT_CONFIG_NAME = "awf-mcp.toml"
@@ -37,7 +38,16 @@ DEFAULT_CALL_TIMEOUT_SECONDS = 620.0
 
 PROXY_CODE = "USER.MCP_PROXY"
 _PROXY_KEYS = {"intercept_builtins", "plugin_tools", "root_dir"}
-_EXTENDED_KEYS = {"roots", "only", "exclude", "rename", "call_timeout_seconds", "strict", "plugins"}
+_EXTENDED_KEYS = {
+    "roots",
+    "only",
+    "exclude",
+    "rename",
+    "call_timeout_seconds",
+    "output_budget",
+    "strict",
+    "plugins",
+}
 _SELECTION_KEYS = {"plugin", "expose"}
 
 
@@ -62,6 +72,7 @@ class Settings:
     plugin_settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     strict: bool = False
     call_timeout_seconds: float = DEFAULT_CALL_TIMEOUT_SECONDS
+    output_budget: int | None = None
     debug: bool = False
     log_level: str = "WARNING"
     config_path: str | None = None
@@ -132,6 +143,15 @@ def _selections(value: Any, path: Path) -> tuple[PluginToolSelection, ...]:
     return tuple(selections)
 
 
+def checked_budget(value: Any, where: str) -> int:
+    """``value`` as an output budget in bytes, or a :class:`ConfigError` naming ``where``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not MIN_BUDGET <= value <= MAX_BUDGET:
+        raise ConfigError(
+            f"{where} must be a whole number of bytes from {MIN_BUDGET:,} to {MAX_BUDGET:,}, not {value!r}"
+        )
+    return value
+
+
 def parse_file(path: Path) -> dict[str, Any]:
     """Read and validate a config file; returns :class:`Settings` fields it sets."""
     data = _read_file(path)
@@ -175,6 +195,8 @@ def parse_file(path: Path) -> dict[str, Any]:
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
             raise ConfigError(f"call_timeout_seconds in {path} must be a positive number")
         fields["call_timeout_seconds"] = float(timeout)
+    if "output_budget" in data:
+        fields["output_budget"] = checked_budget(data["output_budget"], f"output_budget in {path}")
     if "strict" in data:
         if not isinstance(data["strict"], bool):
             raise ConfigError(f"strict in {path} must be true or false")
@@ -200,6 +222,7 @@ def load(
     debug: bool = False,
     log_level: str | None = None,
     call_timeout_seconds: float | None = None,
+    output_budget: int | None = None,
     cwd: str | None = None,
 ) -> Settings:
     """Merge the config file (``config``, else ``./awf-mcp.toml`` if present) with flags."""
@@ -234,6 +257,8 @@ def load(
                 f"--call-timeout must be a positive number of seconds, not {call_timeout_seconds}"
             )
         overrides["call_timeout_seconds"] = float(call_timeout_seconds)
+    if output_budget is not None:
+        overrides["output_budget"] = checked_budget(output_budget, "--output-budget")
     settings = replace(settings, **overrides)
 
     for root in settings.roots:

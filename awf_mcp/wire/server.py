@@ -10,7 +10,7 @@ cancellation, progress. Swapping SDK versions touches this module only.
 
 Public surface
 --------------
-``McpServer(invoker, name=..., version=...)``
+``McpServer(invoker, name=..., version=..., instructions=...)``
     ``sdk_server``       the SDK's low-level :class:`mcp.server.Server` (for
                          in-memory tests and other transports);
     ``serve_stdio(wire)``  serve one client over the claimed stdio descriptors
@@ -137,15 +137,38 @@ def frame_error(data: bytes) -> bytes:
     )
 
 
+def client_name(ctx: ServerRequestContext[Any]) -> str | None:
+    """The ``clientInfo.name`` of the client making this request, when it said.
+
+    From ``initialize`` on the handshake revisions; on the stateless revision (2026-07-28)
+    from the request's own ``_meta`` envelope, which the SDK turns into the same
+    ``client_params`` when it carries capabilities too, and which is read directly otherwise.
+    """
+    params = ctx.session.client_params
+    if params is not None:
+        return params.client_info.name
+    info = (ctx.meta or {}).get(types.CLIENT_INFO_META_KEY)
+    name = info.get("name") if isinstance(info, dict) else None
+    return name if isinstance(name, str) else None
+
+
 class McpServer:
     """awf-mcp's tools behind the SDK's low-level server; see the module docstring."""
 
-    def __init__(self, invoker: ToolInvoker, *, name: str = SERVER_NAME, version: str = "") -> None:
+    def __init__(
+        self,
+        invoker: ToolInvoker,
+        *,
+        name: str = SERVER_NAME,
+        version: str = "",
+        instructions: str | None = None,
+    ) -> None:
         self.invoker = invoker
         self._tools = types.ListToolsResult(tools=[tool_to_mcp(d) for d in invoker.registry.definitions()])
         self.sdk_server: Server[Any] = Server(
             name,
             version=version,
+            instructions=instructions,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
         )
@@ -166,7 +189,9 @@ class McpServer:
                 await session.report_progress(value, total, message)
 
         try:
-            result = await self.invoker.call(params.name, params.arguments, progress=progress)
+            result = await self.invoker.call(
+                params.name, params.arguments, progress=progress, client_name=client_name(ctx)
+            )
         except UnknownToolError as exc:
             raise MCPError(code=types.INVALID_PARAMS, message=exc.message) from None
         except Exception as exc:

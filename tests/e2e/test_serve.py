@@ -19,6 +19,7 @@ import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from awf_mcp.budget import MAX_BUDGET
 from tests.helpers.distributions import make_distribution, provider_plugin
 from tests.helpers.harness import RawServer, mcp_session, server_command, server_env, text_of
 
@@ -156,11 +157,16 @@ def test_malformed_frames_get_json_rpc_errors(raw_server: Any) -> None:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("size", [256 * 1024, 9 * 1024 * 1024])
-async def test_large_payloads_round_trip_intact(size: int) -> None:
+async def test_large_payloads_are_carried_and_answered_within_the_largest_budget(size: int) -> None:
     payload = ("0123456789abcdef" * (size // 16 + 1))[:size]
-    async with mcp_session(*PLUGINS_ONLY) as session:
+    async with mcp_session(*PLUGINS_ONLY, "--output-budget", str(MAX_BUDGET)) as session:
         result = await session.call_tool("testkit_echo", {"text": payload})
-        assert text_of(result) == payload
+    text = text_of(result)
+    if size <= MAX_BUDGET:
+        assert text == payload
+    else:
+        assert text.startswith(payload[: MAX_BUDGET // 2]) and len(text.encode()) <= MAX_BUDGET
+        assert "[awf-mcp: output cut to" in text
 
 
 def test_a_200_mib_line_is_refused_without_buffering_it(raw_server: Any) -> None:

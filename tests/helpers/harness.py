@@ -30,6 +30,7 @@ from typing import Any
 
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp_types import Implementation
 
 
 def server_command(*args: str) -> list[str]:
@@ -55,17 +56,29 @@ async def mcp_session(
     cwd: str | Path | None = None,
     env: Mapping[str, str] | None = None,
     errlog: Any = None,
+    client_name: str | None = None,
+    stateless: bool = False,
 ) -> AsyncIterator[ClientSession]:
-    """An initialized MCP client session with ``awf-mcp serve SERVE_ARGS...``."""
+    """An initialized MCP client session with ``awf-mcp serve SERVE_ARGS...``.
+
+    ``client_name`` is the ``clientInfo.name`` the client sends (default: the SDK's own).
+    ``stateless`` opens with ``server/discover`` (the 2026-07-28 revision, as Claude Code
+    does) instead of ``initialize``: every request then carries the client's info in ``_meta``.
+    """
     command = server_command("serve", *serve_args)
     params = StdioServerParameters(
         command=command[0], args=command[1:], cwd=str(cwd) if cwd else None, env=server_env(env)
     )
     async with (
         stdio_client(params, errlog=errlog or sys.stderr) as (read, write),
-        ClientSession(read, write) as session,
+        ClientSession(
+            read, write, client_info=Implementation(name=client_name, version="1.0") if client_name else None
+        ) as session,
     ):
-        await session.initialize()
+        if stateless:
+            await session.discover()
+        else:
+            await session.initialize()
         yield session
 
 
