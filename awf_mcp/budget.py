@@ -30,7 +30,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from awf_mcp.ports import ToolContent, ToolResult, current_call
+from awf_mcp.ports import ToolContent, ToolResult, current_call, visible_text
 
 CLIENT_BUDGETS: Mapping[str, int] = {
     "claude-code": 40_000,
@@ -144,12 +144,25 @@ def head_and_tail(text: str, limit: int, *, head_share: float = 0.25) -> tuple[s
     return first, last, middle.count("\n"), total - size(first) - size(last)
 
 
+def _visible(result: ToolResult) -> ToolResult:
+    content = [
+        ToolContent.of_text(visible_text(item.text)) if item.type == "text" else item
+        for item in result.content
+    ]
+    return ToolResult(content=content, is_error=result.is_error, structured_content=result.structured_content)
+
+
 def fit_result(result: ToolResult, budget: int, *, how: str = "") -> ToolResult:
     """``result`` cut to ``budget`` bytes of text with one note, or an error when it cannot be cut.
+
+    Text is first made encodable (:func:`~awf_mcp.ports.visible_text`: a file name that is not
+    UTF-8 shows its bytes as ``\\xNN``), so what is measured is what is sent.
 
     ``how`` is appended to the note (for example how to ask for less). Images are not text
     and do not count; the frame limit bounds them. A result within the budget is returned as is.
     """
+    if any(item.type == "text" and not item.text.isascii() for item in result.content):
+        result = _visible(result)
     structured = result.structured_content
     if structured is not None:
         shape = json_size(structured)

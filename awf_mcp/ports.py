@@ -51,6 +51,30 @@ def client_tool_name(server: str, tool: str = "") -> str:
     return f"mcp__{server}__{tool}" if tool else f"mcp__{server}"
 
 
+def visible_text(text: str) -> str:
+    """``text`` with every lone surrogate written as a visible escape, so it always encodes as UTF-8.
+
+    A file name that is not valid UTF-8 reaches Python as lone surrogates
+    (``os.fsdecode``): byte ``0xe9`` becomes ``\\udce9``, shown here as ``\\xe9``. Any other
+    lone surrogate, which a plugin may return, is shown as ``\\udXXX``. Text without any is
+    returned unchanged (one cheap check).
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join(_visible_char(char) for char in text)
+    return text
+
+
+def _visible_char(char: str) -> str:
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:
+        return f"\\x{code - 0xDC00:02x}"
+    if 0xD800 <= code <= 0xDFFF:
+        return f"\\u{code:04x}"
+    return char
+
+
 _IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
     (b"\xff\xd8\xff", "image/jpeg"),

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from awf_mcp.builtins.limits import MAX_BRACE_EXPANSIONS
-from awf_mcp.ports import ToolError
+from awf_mcp.ports import ToolError, visible_text
 
 _MAGIC = frozenset("*?[\\")
 
@@ -162,5 +162,11 @@ class GlobMatcher:
             raise ToolError(f"invalid glob pattern {', '.join(patterns)!r}: {exc}") from None
 
     def matches(self, path: str) -> bool:
-        """True when relative ``path`` (``/``-separated) matches one of the patterns."""
-        return self._regex.search(path) is not None
+        """True when relative ``path`` (``/``-separated) matches one of the patterns.
+
+        A name that is not UTF-8 is matched in the form every tool shows it (``caf\\xe9.txt``).
+        """
+        try:
+            return self._regex.search(path) is not None
+        except UnicodeEncodeError:
+            return self._regex.search(visible_text(path)) is not None

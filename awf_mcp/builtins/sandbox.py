@@ -12,6 +12,13 @@ loops, ``/proc/self/root`` and friends, NUL bytes, over-long paths, Unicode
 look-alikes of ``..`` (``\\u2024\\u2024``, ``\\uff0e\\uff0e``) and backslash
 separators are all refused with one clear sentence.
 
+Names that are not UTF-8
+------------------------
+A name from a cloned repository may hold bytes that are not UTF-8. Every tool
+shows each such byte as ``\\xNN`` (``caf\\xe9.txt``; :func:`~awf_mcp.ports.visible_text`)
+and accepts the name back in the same form: in a path argument, ``\\x80`` to
+``\\xff`` stand for those bytes. Any other backslash is still refused.
+
 How
 ---
 :meth:`Sandbox.resolve` resolves an argument with every symbolic link followed
@@ -45,11 +52,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import unicodedata
 from collections.abc import Sequence
 
-from awf_mcp.ports import ToolError
+from awf_mcp.ports import ToolError, visible_text
 
 MAX_PATH_CHARS = 4096
 """The longest path argument accepted (Linux ``PATH_MAX``)."""
@@ -68,10 +76,20 @@ class PathRefused(ToolError):
 
 
 def quote_path(arg: str) -> str:
-    """``arg`` in single quotes, shortened when very long, for an error message."""
+    """``arg`` in single quotes, shortened when very long, bytes that are not UTF-8 as ``\\xNN``."""
     if len(arg) > _QUOTE_LIMIT:
         arg = f"{arg[: _QUOTE_LIMIT // 2]}...{arg[-_QUOTE_LIMIT // 4 :]}"
-    return f"'{arg}'"
+    return f"'{visible_text(arg)}'"
+
+
+_ESCAPED_BYTE = re.compile(r"\\x([89a-fA-F][0-9a-fA-F])")
+
+
+def unescape_bytes(arg: str) -> str:
+    """``arg`` with each ``\\xNN`` escape (NN from 80 to ff) back as the byte it shows."""
+    if "\\x" not in arg:
+        return arg
+    return _ESCAPED_BYTE.sub(lambda match: chr(0xDC00 + int(match.group(1), 16)), arg)
 
 
 def _is_within(path: str, root: str) -> bool:
@@ -129,7 +147,7 @@ class Sandbox:
 
     def outside(self, arg: str, resolved: str | None = None) -> PathRefused:
         """The refusal for ``arg``, optionally saying where it resolved to."""
-        where = f" (it resolves to {resolved})" if resolved and resolved != arg else ""
+        where = f" (it resolves to {visible_text(resolved)})" if resolved and resolved != arg else ""
         return PathRefused(f"path {quote_path(arg)} is outside {self.describe_roots()}{where}")
 
     def check_argument(self, arg: object, what: str = "path") -> str:
@@ -145,6 +163,7 @@ class Sandbox:
             raise PathRefused(
                 f"{what} {quote_path(arg)} is too long ({len(arg)} characters; the limit is {MAX_PATH_CHARS})"
             )
+        arg = unescape_bytes(arg)
         if "\\" in arg:
             raise PathRefused(f"{what} {quote_path(arg)} contains a backslash: use '/' as the separator")
         for part in arg.split("/"):

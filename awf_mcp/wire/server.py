@@ -63,10 +63,13 @@ from mcp.shared.message import SessionMessage
 
 from awf_mcp.core.calls import ToolInvoker, describe_exception
 from awf_mcp.errors import UnknownToolError
-from awf_mcp.ports import ToolContent, ToolDefinition, ToolResult
+from awf_mcp.ports import ToolContent, ToolDefinition, ToolResult, visible_text
 from awf_mcp.wire.framing import MAX_MESSAGE_BYTES, Frame, FrameReader, FrameWriter, Oversized, StdioWire
 
 log = logging.getLogger("awf_mcp.wire.server")
+
+MAX_RESULT_BYTES = MAX_MESSAGE_BYTES - 64 * 1024
+"""The largest result sent: a frame's limit less room for the JSON-RPC envelope and escaping."""
 
 EOF_GRACE_SECONDS = 0.7
 """After stdin EOF, how long requests already received may take to answer before they are cancelled."""
@@ -91,7 +94,7 @@ def tool_to_mcp(definition: ToolDefinition) -> types.Tool:
         )
     return types.Tool(
         name=definition.name,
-        description=definition.description,
+        description=visible_text(definition.description),
         input_schema=schema,
         output_schema=dict(definition.output_schema) if definition.output_schema else None,
         annotations=annotations,
@@ -99,18 +102,53 @@ def tool_to_mcp(definition: ToolDefinition) -> types.Tool:
 
 
 def content_to_mcp(item: ToolContent) -> types.TextContent | types.ImageContent:
-    """The MCP content block for a domain content item."""
+    """The MCP content block for a domain content item (text made encodable: see :func:`visible_text`)."""
     if item.type == "image":
-        return types.ImageContent(data=item.data, mime_type=item.mime_type)
-    return types.TextContent(text=item.text)
+        return types.ImageContent(data=visible_text(item.data), mime_type=visible_text(item.mime_type))
+    return types.TextContent(text=visible_text(item.text))
+
+
+def _encodable(value: Any) -> Any:
+    """``value`` (JSON data) with every string made encodable as UTF-8."""
+    if isinstance(value, str):
+        return visible_text(value)
+    if isinstance(value, dict):
+        return {_encodable(key): _encodable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_encodable(item) for item in value]
+    return value
+
+
+def result_size(result: ToolResult) -> int:
+    """About how many bytes ``result`` takes on the wire (its text, image data and structured content)."""
+    total = sum(len(item.text) * 3 if not item.text.isascii() else len(item.text) for item in result.content)
+    total += sum(len(item.data) + len(item.mime_type) for item in result.content)
+    if result.structured_content is not None:
+        total += len(json.dumps(result.structured_content, default=str))
+    return total
 
 
 def result_to_mcp(result: ToolResult) -> types.CallToolResult:
-    """The MCP ``CallToolResult`` for a domain result."""
+    """The MCP ``CallToolResult`` for a domain result; one too large for a frame becomes an error.
+
+    Whatever a provider returns, the answer fits :data:`MAX_MESSAGE_BYTES` and encodes as UTF-8.
+    """
+    size = result_size(result)
+    if size > MAX_RESULT_BYTES:
+        result = ToolResult.error(
+            f"the tool's result takes about {size:,} bytes, over the {MAX_RESULT_BYTES:,}-byte limit "
+            "of one message; ask for less"
+        )
+    structured = result.structured_content
+    if structured is not None:
+        try:
+            json.dumps(structured, ensure_ascii=False).encode("utf-8")
+        except (UnicodeEncodeError, TypeError, ValueError):
+            structured = _encodable(structured)
     return types.CallToolResult(
         content=[content_to_mcp(item) for item in result.content],
         is_error=result.is_error,
-        structured_content=result.structured_content,
+        structured_content=structured,
     )
 
 
@@ -135,6 +173,29 @@ def frame_error(data: bytes) -> bytes:
         types.INVALID_REQUEST,
         "Invalid Request: not a JSON-RPC 2.0 request, notification or response",
     )
+
+
+def encode_reply(reply: types.JSONRPCMessage) -> bytes:
+    """One outgoing frame; a message that cannot be encoded, or is over the limit, becomes an error.
+
+    The output pump must never die: a reply that fails to serialize or would exceed
+    :data:`MAX_MESSAGE_BYTES` is answered with a JSON-RPC error for its id (a notification is
+    dropped and logged), and the server serves on.
+    """
+    request_id = reply.id if isinstance(reply, types.JSONRPCResponse | types.JSONRPCError) else None
+    try:
+        data = reply.model_dump_json(by_alias=True, exclude_unset=True).encode()
+    except Exception as exc:
+        log.warning("could not encode a reply to request %r: %s", request_id, describe_exception(exc))
+        problem = "the reply could not be encoded as JSON"
+    else:
+        if len(data) < MAX_MESSAGE_BYTES:
+            return data + b"\n"
+        log.warning("refused to send a %d-byte reply to request %r", len(data), request_id)
+        problem = f"the reply of {len(data):,} bytes exceeds the {MAX_MESSAGE_BYTES:,}-byte message limit"
+    if request_id is None:
+        return b""
+    return _error_frame(request_id, types.INTERNAL_ERROR, f"Internal error: {problem}")
 
 
 def client_name(ctx: ServerRequestContext[Any]) -> str | None:
@@ -243,8 +304,9 @@ class McpServer:
                     reply = session_message.message
                     if isinstance(reply, types.JSONRPCResponse | types.JSONRPCError):
                         in_flight.discard(reply.id)
-                    data = reply.model_dump_json(by_alias=True, exclude_unset=True)
-                    writer.write(data.encode() + b"\n")
+                    frame = encode_reply(reply)
+                    if frame:
+                        writer.write(frame)
 
         async def run_session() -> None:
             await self.sdk_server.run(
