@@ -19,7 +19,7 @@ from awf_mcp.builtins.limits import (
     GLOB_MAX_RESULTS,
     GREP_MAX_CONTEXT,
     GREP_MAX_LINE_BYTES,
-    GREP_MAX_LINES,
+    LINE_SHOW_CHARS,
     MAX_FILE_BYTES,
     MAX_IMAGE_BYTES,
     MIB,
@@ -53,10 +53,13 @@ def _boolean(description: str) -> dict[str, Any]:
 READ = ToolDefinition(
     name="Read",
     description=(
-        "Read a file from the workspace. Text comes back exactly as stored (UTF-8; no line numbers "
-        f"added), starting at 0-based line `offset` (default 0) and holding at most `limit` lines "
-        f"(default {READ_DEFAULT_LINES}) and at most {_FILE_MIB} MiB. When more of the file remains, "
-        "a final note in square brackets says which lines were shown and the `offset` to pass next. "
+        "Read a file from the workspace. Text comes back as stored (UTF-8), starting at 0-based line "
+        f"`offset` (default 0; Grep's line N is offset N-1) and holding at most `limit` lines (default "
+        f"{READ_DEFAULT_LINES}) and at most this client's output budget, in whole lines. "
+        "`line_numbers` prefixes each line with its 1-based number and a tab. "
+        f"A line over {LINE_SHOW_CHARS:,} characters is cut with a marker; `column` reads one long line "
+        "(minified code, one-line JSON) from that character on, page by page. When more remains, a "
+        "final note in square brackets says what was shown and the `offset` (or `column`) to pass next. "
         f"PNG, JPEG, GIF and WebP files (up to {MAX_IMAGE_BYTES // MIB} MiB) come back as an image. "
         "Other binary files are reported as 'binary file, N bytes' instead of being dumped. " + _PATH_RULE
     ),
@@ -66,6 +69,12 @@ READ = ToolDefinition(
             "offset": _integer("0-based line to start at (default 0).", minimum=0),
             "limit": _integer(
                 f"Maximum number of lines to return (default {READ_DEFAULT_LINES}).", minimum=1
+            ),
+            "line_numbers": _boolean("Prefix each line with its 1-based line number and a tab."),
+            "column": _integer(
+                "Read only line `offset`, from this 0-based character on (for lines too long to show "
+                "whole); the note names the next column.",
+                minimum=0,
             ),
         },
         ["path"],
@@ -164,12 +173,14 @@ GLOB = ToolDefinition(
         "allowed only without `cwd` and inside the workspace. "
         ".git is skipped and symbolic links to directories are not followed. Returns matching paths "
         f"relative to the workspace root, one a line, newest first, at most {GLOB_MAX_RESULTS:,} "
-        "(a note says how many matched)."
+        "and this client's output budget a page; a note then says how many matched and the `offset` "
+        "of the next page. A byte of a name that is not UTF-8 shows as \\xNN, and is accepted so."
     ),
     input_schema=_schema(
         {
             "pattern": _string("The glob pattern, relative to cwd."),
             "cwd": _string("Directory to search from (default: the workspace root). " + _PATH_RULE),
+            "offset": _integer("Skip this many matches first: the next page (default 0).", minimum=0),
         },
         ["pattern"],
     ),
@@ -188,9 +199,11 @@ GREP = ToolDefinition(
         ".gitignore (set include_ignored=true to search those too). `output_mode`: 'content' "
         "(default) prints 'path:line:text' per matching line, with 'path-line-text' context lines and "
         "'--' between groups; 'files_with_matches' prints matching file paths; 'count' prints "
-        f"'path:N'. Paths are relative to the workspace root. Lines over {GREP_MAX_LINE_BYTES // MIB} "
-        f"MiB are not searched. Content output stops after {GREP_MAX_LINES:,} lines (or `head_limit`) "
-        "with a note."
+        f"'path:N'. Paths are relative to the workspace root; a byte of a name that is not UTF-8 shows "
+        f"as \\xNN. Lines over {GREP_MAX_LINE_BYTES // MIB} MiB are not searched; a shown line is cut "
+        f"after {LINE_SHOW_CHARS:,} characters. Output pages: it stops at `head_limit` or at this "
+        "client's output budget, and a final note gives the count left out and the `offset` that "
+        "shows the next page."
     ),
     input_schema=_schema(
         {
@@ -223,6 +236,11 @@ GREP = ToolDefinition(
             ),
             "head_limit": _integer(
                 "Return at most this many output lines (content) or entries (other modes).", minimum=1
+            ),
+            "offset": _integer(
+                "Skip this many output lines (content) or entries (other modes) first: the next page "
+                "starts where the previous note says (default 0).",
+                minimum=0,
             ),
             "include_ignored": _boolean("Also search files that .gitignore files exclude."),
         },

@@ -19,6 +19,7 @@ import errno
 import os
 import secrets
 import stat
+import threading
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -75,10 +76,18 @@ def read_at_most(fd: int, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def skip_line(stream: BinaryIO, chunk: int = 1024 * 1024) -> bool:
-    """Consume the rest of the current line, ``chunk`` bytes at a time; False at end of file."""
+def skip_line(
+    stream: BinaryIO, chunk: int = 1024 * 1024, *, cancelled: threading.Event | None = None
+) -> bool:
+    """Consume the rest of the current line, ``chunk`` bytes at a time; False at end of file.
+
+    A line may be endless (a huge sparse file): with ``cancelled`` set, skipping stops and
+    :class:`~awf_mcp.ports.ToolError` is raised, so an abandoned call stops reading.
+    """
     data = stream.readline(chunk)
     while data and not data.endswith(b"\n"):
+        if cancelled is not None and cancelled.is_set():
+            raise ToolError("the call was cancelled")
         data = stream.readline(chunk)
         if not data:
             return True

@@ -9,8 +9,9 @@ Contract
   ending in ``/`` matches directories instead. ``.git`` is skipped; symbolic
   links to directories are not followed.
 * Results are one path a line, relative to the first root (absolute when in
-  another root), sorted by modification time, newest first (ties by path),
-  capped at :data:`GLOB_MAX_RESULTS` with a note saying how many matched.
+  another root), sorted by modification time, newest first (ties by path). A page
+  holds at most :data:`GLOB_MAX_RESULTS` paths and the call's output budget; a note
+  says how many matched and the ``offset`` of the next page.
 """
 
 from __future__ import annotations
@@ -19,12 +20,16 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from awf_mcp.builtins.args import required_string, string_argument
+from awf_mcp import budget
+from awf_mcp.builtins.args import optional_int, required_string, string_argument
 from awf_mcp.builtins.limits import GLOB_MAX_RESULTS
 from awf_mcp.builtins.patterns import GlobMatcher, expand_braces, has_magic
 from awf_mcp.builtins.sandbox import Sandbox
 from awf_mcp.builtins.walk import walk
-from awf_mcp.ports import ToolError, ToolResult, current_call
+from awf_mcp.ports import ToolError, ToolResult, current_call, visible_text
+
+NOTE_ROOM = 200
+"""Bytes of the budget kept for the final note."""
 
 
 def _split(sandbox: Sandbox, alternative: str, base: str) -> tuple[str, list[str]] | None:
@@ -55,6 +60,7 @@ def glob_files(sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
     """Run the Glob tool."""
     pattern = required_string(arguments, "pattern")
     cwd = string_argument(arguments, "cwd", required=False)
+    offset = optional_int(arguments, "offset", minimum=0) or 0
     sandbox.check_argument(pattern, "pattern")
     if pattern.startswith("/") and cwd is not None:
         raise ToolError(
@@ -81,9 +87,26 @@ def glob_files(sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
     if not found:
         return ToolResult.text(f"No files match {pattern!r}.")
     ordered = sorted(found, key=lambda path: (-found[path], path))
-    lines = ordered[:GLOB_MAX_RESULTS]
-    if len(ordered) > GLOB_MAX_RESULTS:
+    return ToolResult.text(_page(ordered, offset, budget.current_budget() - NOTE_ROOM))
+
+
+def _page(ordered: list[str], offset: int, room: int) -> str:
+    """Paths from ``offset``, at most :data:`GLOB_MAX_RESULTS` and ``room`` bytes, and the note."""
+    lines: list[str] = []
+    for path in ordered[offset : offset + GLOB_MAX_RESULTS]:
+        shown = visible_text(path)
+        room -= budget.size(shown) + 1
+        if room < 0:
+            break
+        lines.append(shown)
+    if not lines:
+        return f"No files past offset {offset:,}: {len(ordered):,} matched."
+    left = len(ordered) - offset - len(lines)
+    if left > 0:
         lines.append(
-            f"[showing the {GLOB_MAX_RESULTS:,} newest of {len(ordered):,} matches; narrow pattern or cwd]"
+            budget.note(
+                f"showing matches {offset + 1:,}-{offset + len(lines):,} of {len(ordered):,}, newest first; "
+                f"pass offset={offset + len(lines)} for the next {min(left, GLOB_MAX_RESULTS):,}"
+            )
         )
-    return ToolResult.text("\n".join(lines))
+    return "\n".join(lines)

@@ -15,9 +15,16 @@ Contract
   groups; ``files_with_matches`` prints one path a line; ``count`` prints
   ``path:N``. Paths are relative to the first root. Files come in walk order
   (depth first, names sorted).
-* Lines over :data:`GREP_MAX_LINE_BYTES` are not searched (a note counts them).
-  Output stops at ``head_limit`` lines/entries, and in ``content`` mode at
-  :data:`GREP_MAX_LINES` lines, with a note saying which limit was hit.
+* Lines over :data:`GREP_MAX_LINE_BYTES` are not searched (a note counts them); a
+  matching line is shown up to :data:`LINE_SHOW_CHARS` characters, the rest cut with a
+  marker.
+* Output pages: ``offset`` skips that many output lines/entries, ``head_limit`` stops
+  after that many, and the call's output budget (:mod:`awf_mcp.budget`) bounds the bytes,
+  so memory stays bounded whatever the files hold. When the budget cuts the output, the
+  search goes on counting (up to :data:`COUNT_BEYOND` more) and one final note says how
+  many were left out and the ``offset`` that shows them; ``head_limit`` stops at once.
+* A file is read at most :data:`_WHOLE_FILE_BYTES` at a time, even one growing while
+  read, and a cancelled or timed-out call stops within a few thousand lines.
 """
 
 from __future__ import annotations
@@ -30,13 +37,14 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
+from awf_mcp import budget
 from awf_mcp.builtins.args import bool_argument, optional_int, required_string, string_argument
 from awf_mcp.builtins.fileio import open_regular, skip_line
 from awf_mcp.builtins.limits import (
     BINARY_SNIFF_BYTES,
     GREP_MAX_CONTEXT,
     GREP_MAX_LINE_BYTES,
-    GREP_MAX_LINES,
+    LINE_SHOW_CHARS,
     MIB,
 )
 from awf_mcp.builtins.patterns import GlobMatcher, expand_braces
@@ -49,6 +57,11 @@ OUTPUT_MODES = ("content", "files_with_matches", "count")
 
 _WHOLE_FILE_BYTES = 8 * MIB
 _PROGRESS_EVERY = 100
+_CANCEL_CHECK_EVERY = 4096
+COUNT_BEYOND = 100_000
+"""Output lines counted (not kept) after the budget is spent, for the note's count."""
+NOTE_ROOM = 300
+"""Bytes of the budget kept for the final note."""
 _UNSAFE_FOR_PREFILTER = ("\\A", "\\z", "(?")
 
 
@@ -58,16 +71,32 @@ class _Full(Exception):
 
 @dataclass(slots=True)
 class _Output:
-    limit: int
-    by_head_limit: bool
+    """One page of output: lines after ``offset``, at most ``limit`` of them and ``room`` bytes."""
+
+    offset: int
+    limit: int | None
+    room: int
     lines: list[str] = field(default_factory=list)
-    truncated: bool = False
+    produced: int = 0
+    omitted: int = 0
+    cut_by: str | None = None  # "head_limit" or "budget" once the page is full
 
     def add(self, line: str) -> None:
-        if len(self.lines) >= self.limit:
-            self.truncated = True
+        self.produced += 1
+        if self.produced <= self.offset:
+            return
+        if self.cut_by is None and self.limit is not None and len(self.lines) >= self.limit:
+            self.cut_by = "head_limit"
+        if self.cut_by is None:
+            cost = budget.size(line) + 1
+            if cost <= self.room:
+                self.room -= cost
+                self.lines.append(line)
+                return
+            self.cut_by = "budget"
+        self.omitted += 1
+        if self.cut_by == "head_limit" or self.omitted > COUNT_BEYOND:
             raise _Full
-        self.lines.append(line)
 
 
 @dataclass(slots=True)
@@ -110,13 +139,22 @@ def compile_pattern(pattern: str, case_insensitive: bool) -> tuple[Any, Any]:
 
 
 def _lines(stream: BinaryIO) -> Iterator[bytes | None]:
-    """The lines of ``stream`` without terminators; ``None`` for a line too long to search."""
+    """The lines of ``stream`` without terminators; ``None`` for a line too long to search.
+
+    Stops (raising :class:`_Full`) once the call is cancelled: a huge or endless file
+    cannot keep an abandoned call reading.
+    """
+    cancelled = current_call().cancelled
+    count = 0
     while True:
+        count += 1
+        if count % _CANCEL_CHECK_EVERY == 0 and cancelled.is_set():
+            raise _Full
         line = stream.readline(GREP_MAX_LINE_BYTES + 1)
         if not line:
             return
         if len(line) > GREP_MAX_LINE_BYTES and not line.endswith(b"\n"):
-            skip_line(stream)
+            skip_line(stream, cancelled=cancelled)
             yield None
             continue
         yield line[:-1] if line.endswith(b"\n") else line
@@ -125,7 +163,10 @@ def _lines(stream: BinaryIO) -> Iterator[bytes | None]:
 def _text(line: bytes | None) -> str:
     if line is None:
         return f"[line longer than {GREP_MAX_LINE_BYTES // MIB} MiB, not searched]"
-    return line.decode("utf-8", "replace").removesuffix("\r")
+    text = line.decode("utf-8", "replace").removesuffix("\r")
+    if len(text) > LINE_SHOW_CHARS:
+        return f"{text[:LINE_SHOW_CHARS]} [... {len(text) - LINE_SHOW_CHARS:,} more characters]"
+    return text
 
 
 def _search_stream(stream: BinaryIO, shown: str, search: _Search) -> None:
@@ -188,12 +229,15 @@ def _search_fd(fd: int, shown: str, search: _Search, *, explicit: bool) -> str |
             )
         search.files += 1
         if info.st_size <= _WHOLE_FILE_BYTES:
-            data = stream.read()
-            if search.prefilter is not None and search.prefilter.search(data) is None:
+            data = stream.read(_WHOLE_FILE_BYTES + 1)
+            if len(data) <= _WHOLE_FILE_BYTES:
+                if search.prefilter is not None and search.prefilter.search(data) is None:
+                    return None
+                _search_stream(io.BytesIO(data), shown, search)
                 return None
-            _search_stream(io.BytesIO(data), shown, search)
-        else:
-            _search_stream(stream, shown, search)
+            del data  # it grew while being read: search it line by line instead
+            stream.seek(0)
+        _search_stream(stream, shown, search)
     return None
 
 
@@ -230,13 +274,11 @@ def grep(sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
     before = _int_or(optional_int(arguments, "before_context", minimum=0, maximum=GREP_MAX_CONTEXT), context)
     after = _int_or(optional_int(arguments, "after_context", minimum=0, maximum=GREP_MAX_CONTEXT), context)
     head_limit = optional_int(arguments, "head_limit", minimum=1)
+    offset = _int_or(optional_int(arguments, "offset", minimum=0), 0)
     accept = _glob_filter(string_argument(arguments, "glob", required=False))
     gitignore = not bool_argument(arguments, "include_ignored")
 
-    cap = GREP_MAX_LINES if mode == "content" else None
-    limits = [value for value in (head_limit, cap) if value is not None]
-    limit = min(limits) if limits else 1 << 62
-    output = _Output(limit=limit, by_head_limit=head_limit is not None and head_limit <= (cap or limit))
+    output = _Output(offset=offset, limit=head_limit, room=max(budget.current_budget() - NOTE_ROOM, 0))
     if mode != "content":
         before = after = 0
     search = _Search(regex, prefilter, mode, before, after, output)
@@ -269,15 +311,22 @@ def _result(search: _Search, note: str | None) -> ToolResult:
     output = search.output
     lines = list(output.lines)
     if not lines:
-        lines.append(f"No matches found (searched {search.files:,} files).")
-    if output.truncated:
-        if output.by_head_limit:
-            lines.append(f"[head_limit={output.limit} reached; more results exist]")
-        else:
-            lines.append(
-                f"[output truncated at {output.limit:,} lines; narrow the pattern, set path or glob, "
-                "or use head_limit]"
+        past = f" past offset {output.offset:,}" if output.offset and output.produced else ""
+        lines.append(f"No matches found{past} (searched {search.files:,} files).")
+    shown_to = output.offset + len(output.lines)
+    if output.cut_by == "head_limit":
+        lines.append(
+            f"[head_limit={output.limit} reached; more results exist: "
+            f"pass offset={shown_to} for the next page]"
+        )
+    elif output.cut_by == "budget":
+        more = f"more than {COUNT_BEYOND:,}" if output.omitted > COUNT_BEYOND else f"{output.omitted:,}"
+        lines.append(
+            budget.note(
+                f"{more} more output lines not shown (this client's output budget); "
+                f"pass offset={shown_to} for the next page, or narrow the pattern, path or glob"
             )
+        )
     if search.long_lines:
         lines.append(
             f"[{search.long_lines} line(s) longer than {GREP_MAX_LINE_BYTES // MIB} MiB were not searched]"

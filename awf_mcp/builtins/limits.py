@@ -32,8 +32,8 @@ BASH_KILL_GRACE = 0.5
 GLOB_MAX_RESULTS = 1000
 """Paths Glob returns at most."""
 
-GREP_MAX_LINES = 10_000
-"""Output lines Grep returns at most in ``content`` mode."""
+LINE_SHOW_CHARS = 2_000
+"""Characters of one line Read and Grep show; the rest is cut with a marker that counts it."""
 
 GREP_MAX_LINE_BYTES = MIB
 """Lines longer than this are not searched by Grep."""
@@ -43,3 +43,9 @@ GREP_MAX_CONTEXT = 100
 
 MAX_BRACE_EXPANSIONS = 1000
 """The most alternatives a ``{a,b}`` pattern may expand to."""
+
+MAX_EXPANDED_CHARS = 256 * 1024
+"""The most characters a ``{a,b}`` pattern's alternatives may hold in all."""
+
+MAX_BRACE_DEPTH = 32
+"""The deepest ``{a,{b,c}}`` nesting a pattern may have."""

@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from awf_mcp.builtins.limits import MAX_BRACE_EXPANSIONS
+from awf_mcp.builtins.limits import MAX_BRACE_DEPTH, MAX_BRACE_EXPANSIONS, MAX_EXPANDED_CHARS
 from awf_mcp.ports import ToolError, visible_text
 
 _MAGIC = frozenset("*?[\\")
@@ -33,56 +33,101 @@ def has_magic(segment: str) -> bool:
     return any(char in _MAGIC for char in segment)
 
 
-def _matching_brace(pattern: str, start: int) -> tuple[int, list[int]] | None:
-    """The index of the ``}`` closing ``pattern[start]`` and its top-level commas."""
-    depth = 0
-    commas: list[int] = []
-    index = start
+_Sequence = list["str | list[_Sequence]"]
+"""A parsed pattern: literal text and alternations (each a list of alternative sequences)."""
+
+
+def _brace_groups(pattern: str) -> dict[int, tuple[int, list[int]]]:
+    """Each expanding ``{``'s index -> its closing ``}`` and top-level commas, in one pass.
+
+    A brace that never closes, or closes without a top-level comma, is literal.
+    """
+    groups: dict[int, tuple[int, list[int]]] = {}
+    open_braces: list[tuple[int, list[int]]] = []
+    index = 0
     while index < len(pattern):
         char = pattern[index]
         if char == "\\":
             index += 2
             continue
         if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-            if depth == 0:
-                return index, commas
-        elif char == "," and depth == 1:
-            commas.append(index)
+            open_braces.append((index, []))
+            if len(open_braces) > MAX_BRACE_DEPTH:
+                raise ToolError(f"pattern nests braces more than {MAX_BRACE_DEPTH} deep")
+        elif char == "," and open_braces:
+            open_braces[-1][1].append(index)
+        elif char == "}" and open_braces:
+            opening, commas = open_braces.pop()
+            if commas:
+                groups[opening] = (index, commas)
         index += 1
-    return None
+    return groups
+
+
+def _parse(pattern: str, start: int, end: int, groups: dict[int, tuple[int, list[int]]]) -> _Sequence:
+    parts: _Sequence = []
+    literal_from = index = start
+    while index < end:
+        if pattern[index] == "\\":
+            index += 2
+            continue
+        group = groups.get(index)
+        if group is None:
+            index += 1
+            continue
+        close, commas = group
+        if literal_from < index:
+            parts.append(pattern[literal_from:index])
+        bounds = [index, *commas, close]
+        parts.append([_parse(pattern, bounds[i] + 1, bounds[i + 1], groups) for i in range(len(bounds) - 1)])
+        index = literal_from = close + 1
+    if literal_from < end:
+        parts.append(pattern[literal_from:end])
+    return parts
+
+
+def _count(sequence: _Sequence, cap: int) -> int:
+    """How many strings ``sequence`` expands to, stopping at ``cap + 1``."""
+    total = 1
+    for part in sequence:
+        if isinstance(part, list):
+            total *= min(sum(_count(option, cap) for option in part), cap + 1)
+            if total > cap:
+                return cap + 1
+    return total
+
+
+def _expand(sequence: _Sequence) -> list[str]:
+    results = [""]
+    for part in sequence:
+        if isinstance(part, str):
+            results = [prefix + part for prefix in results]
+        else:
+            options = [text for option in part for text in _expand(option)]
+            results = [prefix + option for prefix in results for option in options]
+    return results
 
 
 def expand_braces(pattern: str) -> list[str]:
-    """Every alternative of ``pattern``'s ``{a,b}`` groups, in order, without duplicates."""
-    results: list[str] = []
-    pending = [pattern]
-    while pending:
-        current = pending.pop(0)
-        index = 0
-        expanded = False
-        while index < len(current):
-            if current[index] == "\\":
-                index += 2
-                continue
-            if current[index] == "{":
-                found = _matching_brace(current, index)
-                if found is not None and found[1]:
-                    close, commas = found
-                    bounds = [index, *commas, close]
-                    head, tail = current[:index], current[close + 1 :]
-                    options = [current[bounds[i] + 1 : bounds[i + 1]] for i in range(len(bounds) - 1)]
-                    pending[:0] = [head + option + tail for option in options]
-                    expanded = True
-                    break
-            index += 1
-        if not expanded and current not in results:
-            results.append(current)
-        if len(results) + len(pending) > MAX_BRACE_EXPANSIONS:
-            raise ToolError(f"pattern {pattern!r} expands to more than {MAX_BRACE_EXPANSIONS} alternatives")
-    return results
+    """Every alternative of ``pattern``'s ``{a,b}`` groups, in order, without duplicates.
+
+    The cost is bounded before any work: the pattern is parsed in one pass, the number of
+    alternatives counted, and a pattern over :data:`MAX_BRACE_EXPANSIONS` alternatives (or
+    :data:`MAX_EXPANDED_CHARS` characters in all) is refused before one is built.
+    """
+    groups = _brace_groups(pattern)
+    if not groups:
+        return [pattern]
+    parsed = _parse(pattern, 0, len(pattern), groups)
+    count = _count(parsed, MAX_BRACE_EXPANSIONS)
+    if count > MAX_BRACE_EXPANSIONS:
+        raise ToolError(f"pattern {pattern[:200]!r} expands to more than {MAX_BRACE_EXPANSIONS} alternatives")
+    if count * len(pattern) > MAX_EXPANDED_CHARS:
+        raise ToolError(
+            f"pattern of {len(pattern):,} characters with {count} alternatives is too large to expand "
+            f"(limit {MAX_EXPANDED_CHARS:,} characters in all); shorten it"
+        )
+    return list(dict.fromkeys(_expand(parsed)))
 
 
 def _class(segment: str, start: int) -> tuple[str, int] | None:

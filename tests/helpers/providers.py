@@ -58,3 +58,16 @@ ANNOTATED = definition(
     annotations=ToolAnnotations(title="Annotated", read_only=True, destructive=False, idempotent=True),
 )
 __all__ = ["ANNOTATED", "IMAGE", "AsyncProvider", "StaticProvider", "ToolError", "definition"]
+
+
+async def call_with_budget(provider: Any, name: str, budget: int, **arguments: Any) -> str:
+    """The text of a successful call of ``name``, made as if by a client whose output budget is ``budget``."""
+    from awf_mcp.ports import CallContext, bind_call_context, unbind_call_context
+
+    token = bind_call_context(CallContext(tool_name=name, output_budget=budget))
+    try:
+        result = await provider.call_tool(name, arguments)
+    finally:
+        unbind_call_context(token)
+    assert isinstance(result, ToolResult) and not result.is_error, result.content
+    return "".join(item.text for item in result.content)

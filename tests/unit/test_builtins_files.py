@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 
+from awf_mcp.budget import MAX_BUDGET
 from awf_mcp.builtins import BuiltinTools, awf_mcp_register_tools
-from awf_mcp.builtins.limits import MAX_FILE_BYTES, READ_DEFAULT_LINES
+from awf_mcp.builtins.limits import LINE_SHOW_CHARS, MAX_FILE_BYTES, READ_DEFAULT_LINES
 from awf_mcp.ports import PluginContext, ToolError, ToolProvider, ToolResult
+from tests.helpers.providers import call_with_budget
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + b"\x00" * 40
 JPEG = b"\xff\xd8\xff\xe0" + b"\x00" * 40
@@ -128,15 +130,75 @@ async def test_read_default_limit(tools: BuiltinTools, root: Path) -> None:
 
 
 @pytest.mark.anyio
-async def test_read_caps_at_five_mib(tools: BuiltinTools, root: Path) -> None:
+async def test_read_caps_at_five_mib_even_with_the_largest_budget(tools: BuiltinTools, root: Path) -> None:
     line = "y" * 1023 + "\n"
     (root / "big.txt").write_text(line * (6 * 1024))
-    text = await text_of(tools, "Read", path="big.txt", limit=100_000)
+    text = await call_with_budget(tools, "Read", MAX_BUDGET, path="big.txt", limit=100_000)
     assert len(text.encode()) < MAX_FILE_BYTES + 1000
     assert "offset=5120" in text
-    (root / "oneline.txt").write_text("z" * (MAX_FILE_BYTES + 10))
-    text = await text_of(tools, "Read", path="oneline.txt")
-    assert "longer than 5 MiB" in text and "offset=1" in text
+
+
+@pytest.mark.anyio
+async def test_read_pages_fit_the_budget_in_whole_lines(tools: BuiltinTools, root: Path) -> None:
+    lines = [f"{n:05d} " + "w" * 184 + "\n" for n in range(3000)]
+    (root / "wide.txt").write_text("".join(lines))
+    text = await call_with_budget(tools, "Read", 40_000, path="wide.txt")
+    assert len(text.encode()) <= 40_000
+    body, note = text.rsplit("\n\n", 1)
+    shown = body.count("\n") + 1
+    assert body + "\n" == "".join(lines[:shown])
+    assert note.startswith("[awf-mcp: showing lines 1-") and f"offset={shown}" in note
+    following = await call_with_budget(tools, "Read", 40_000, path="wide.txt", offset=shown)
+    assert following.startswith(lines[shown])
+
+
+@pytest.mark.anyio
+async def test_read_budget_exactly_met_one_byte_over_and_multibyte(tools: BuiltinTools, root: Path) -> None:
+    from awf_mcp.builtins.reading import NOTE_ROOM
+
+    (root / "four.txt").write_text("é1\né2\né3\né4\n")
+    exact = NOTE_ROOM + len("é1\né2\né3\né4\n".encode())
+    assert await call_with_budget(tools, "Read", exact, path="four.txt") == "é1\né2\né3\né4\n"
+    cut = await call_with_budget(tools, "Read", exact - 1, path="four.txt")
+    assert cut.startswith("é1\né2\né3\n\n[awf-mcp: showing lines 1-3") and "offset=3" in cut
+
+
+@pytest.mark.anyio
+async def test_read_numbers_lines_as_grep_does(tools: BuiltinTools, root: Path) -> None:
+    (root / "n.txt").write_text("alpha\nbeta\ngamma\n")
+    grep = await text_of(tools, "Grep", pattern="gamma")
+    number = int(grep.split(":")[1])
+    text = await text_of(tools, "Read", path="n.txt", offset=number - 1, line_numbers=True)
+    assert text == f"{number}\tgamma\n"
+
+
+@pytest.mark.anyio
+async def test_a_one_line_file_over_the_budget_is_read_whole_by_column(
+    tools: BuiltinTools, root: Path
+) -> None:
+    minified = "".join(f"var v{n}='é';" for n in range(40_000))
+    (root / "app.min.js").write_text(minified + "\nsecond line\n")
+    first = await call_with_budget(tools, "Read", 10_000, path="app.min.js")
+    assert first.startswith(minified[:LINE_SHOW_CHARS] + " [... line 1 goes on")
+    assert "Read with offset=0 column=2000" in first and "second line" in first
+    pieces, column = [], 0
+    while True:
+        page = await call_with_budget(tools, "Read", 10_000, path="app.min.js", offset=0, column=column)
+        assert len(page.encode()) <= 10_000
+        body, note = page.rsplit("\n\n", 1)
+        pieces.append(body)
+        if "end of line 1" in note:
+            assert "offset=1" in note
+            break
+        column = int(note.split("column=")[1].split()[0])
+    assert "".join(pieces) == minified
+
+
+@pytest.mark.anyio
+async def test_a_latin1_file_stays_within_the_budget(tools: BuiltinTools, root: Path) -> None:
+    (root / "latin1.txt").write_bytes(("caf\xe9 " * 10).encode("latin-1") * 80_000)
+    text = await call_with_budget(tools, "Read", 40_000, path="latin1.txt")
+    assert len(text.encode()) <= 40_000 and "\ufffd" in text
 
 
 @pytest.mark.anyio

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from awf_mcp.builtins import BuiltinTools, Sandbox
-from awf_mcp.builtins.limits import GLOB_MAX_RESULTS, GREP_MAX_LINE_BYTES, GREP_MAX_LINES
+from awf_mcp.builtins.limits import GLOB_MAX_RESULTS, GREP_MAX_LINE_BYTES, LINE_SHOW_CHARS
 from awf_mcp.builtins.patterns import expand_braces
 from awf_mcp.ports import CallContext, ToolError, ToolResult, bind_call_context, unbind_call_context
+from tests.helpers.providers import call_with_budget
 
 
 def make(root: Path, files: dict[str, str | bytes]) -> None:
@@ -32,6 +33,10 @@ async def lines_of(tools: BuiltinTools, name: str, **arguments: Any) -> list[str
     return result.content[0].text.split("\n")
 
 
+async def grep_with_budget(tools: BuiltinTools, budget: int, **arguments: Any) -> str:
+    return await call_with_budget(tools, "Grep", budget, **arguments)
+
+
 # --- patterns ---------------------------------------------------------------------------------------
 
 
@@ -45,6 +50,21 @@ def test_brace_expansion() -> None:
 
 
 # --- Glob -------------------------------------------------------------------------------------------
+
+
+def test_a_pathological_brace_pattern_is_refused_before_any_expansion() -> None:
+    """A 3.8 KB pattern once took minutes of expansion; the cost is now known up front."""
+    import time
+
+    hostile = "{a,b}" * 9 + "/" + "/".join(["{" * 250] * 15)
+    started = time.process_time()
+    with pytest.raises(ToolError, match="nests braces more than 32 deep"):
+        expand_braces(hostile)
+    with pytest.raises(ToolError, match="more than 1000 alternatives"):
+        expand_braces("{a,b}" * 11)
+    with pytest.raises(ToolError, match="too large to expand"):
+        expand_braces("{a,b}" * 9 + "x" * 1000)
+    assert time.process_time() - started < 1.0
 
 
 @pytest.mark.anyio
@@ -71,13 +91,21 @@ async def test_glob_sorts_newest_first(tools: BuiltinTools, root: Path) -> None:
 
 
 @pytest.mark.anyio
-async def test_glob_caps_results(tools: BuiltinTools, root: Path) -> None:
+async def test_glob_pages_by_count_and_by_budget(tools: BuiltinTools, root: Path) -> None:
     (root / "many").mkdir()
     for index in range(GLOB_MAX_RESULTS + 5):
         (root / "many" / f"f{index:05d}").touch()
-    lines = await lines_of(tools, "Glob", pattern="many/*")
+    lines = (await call_with_budget(tools, "Glob", 1_000_000, pattern="many/*")).split("\n")
     assert len(lines) == GLOB_MAX_RESULTS + 1
-    assert "1,000 newest of 1,005" in lines[-1]
+    assert "showing matches 1-1,000 of 1,005" in lines[-1] and "offset=1000 for the next 5" in lines[-1]
+    rest = (await call_with_budget(tools, "Glob", 1_000_000, pattern="many/*", offset=1000)).split("\n")
+    assert len(rest) == 5 and not set(rest) & set(lines)
+    small = await call_with_budget(tools, "Glob", 1_000, pattern="many/*")
+    assert len(small.encode()) <= 1_000 and "pass offset=" in small.split("\n")[-1]
+    assert (
+        await call_with_budget(tools, "Glob", 1_000, pattern="many/*", offset=2000)
+        == "No files past offset 2,000: 1,005 matched."
+    )
 
 
 @pytest.mark.anyio
@@ -149,17 +177,57 @@ async def test_grep_context_and_separators(tools: BuiltinTools, root: Path) -> N
 
 
 @pytest.mark.anyio
-async def test_grep_head_limit_and_line_cap(tools: BuiltinTools, root: Path) -> None:
-    make(root, {"many.txt": "hit\n" * (GREP_MAX_LINES + 50)})
+async def test_grep_head_limit_pages_with_offset(tools: BuiltinTools, root: Path) -> None:
+    make(root, {"many.txt": "hit\n" * 20})
     lines = await lines_of(tools, "Grep", pattern="hit", head_limit=3)
     assert lines[:3] == ["many.txt:1:hit", "many.txt:2:hit", "many.txt:3:hit"]
-    assert lines[3] == "[head_limit=3 reached; more results exist]" and len(lines) == 4
-    lines = await lines_of(tools, "Grep", pattern="hit")
-    assert len(lines) == GREP_MAX_LINES + 1
-    assert "truncated at 10,000 lines" in lines[-1]
+    assert lines[3] == "[head_limit=3 reached; more results exist: pass offset=3 for the next page]"
+    assert len(lines) == 4
+    lines = await lines_of(tools, "Grep", pattern="hit", head_limit=3, offset=3)
+    assert lines[:3] == ["many.txt:4:hit", "many.txt:5:hit", "many.txt:6:hit"]
+    lines = await lines_of(tools, "Grep", pattern="hit", offset=18)
+    assert lines == ["many.txt:19:hit", "many.txt:20:hit"]
+    lines = await lines_of(tools, "Grep", pattern="hit", offset=50)
+    assert lines == ["No matches found past offset 50 (searched 1 files)."]
     make(root, {"second.txt": "hit\n"})
     lines = await lines_of(tools, "Grep", pattern="hit", output_mode="files_with_matches", head_limit=1)
-    assert lines == ["many.txt", "[head_limit=1 reached; more results exist]"]
+    assert lines == [
+        "many.txt",
+        "[head_limit=1 reached; more results exist: pass offset=1 for the next page]",
+    ]
+
+
+@pytest.mark.anyio
+async def test_grep_output_fits_the_budget_and_the_note_pages_on(tools: BuiltinTools, root: Path) -> None:
+    make(root, {"many.txt": "".join(f"hit {n}\n" for n in range(5000))})
+    text = await grep_with_budget(tools, 2000, pattern="hit")
+    assert len(text.encode()) <= 2000
+    *shown, note = text.split("\n")
+    assert shown[0] == "many.txt:1:hit 0" and note.startswith("[awf-mcp: ")
+    next_offset = len(shown)
+    assert f"{5000 - next_offset:,} more output lines not shown" in note
+    assert f"offset={next_offset}" in note
+    following = await grep_with_budget(tools, 2000, pattern="hit", offset=next_offset)
+    assert following.split("\n")[0] == f"many.txt:{next_offset + 1}:hit {next_offset}"
+
+
+@pytest.mark.anyio
+async def test_grep_budget_exactly_met_and_one_byte_over(tools: BuiltinTools, root: Path) -> None:
+    from awf_mcp.builtins.grepping import NOTE_ROOM
+
+    make(root, {"f.txt": "hit\n" * 4})
+    line = "f.txt:1:hit\n"
+    exact = NOTE_ROOM + 4 * len(line)
+    assert "[awf-mcp" not in await grep_with_budget(tools, exact, pattern="hit")
+    cut = await grep_with_budget(tools, exact - 1, pattern="hit")
+    assert cut.count("f.txt:") == 3 and "1 more output lines not shown" in cut
+
+
+@pytest.mark.anyio
+async def test_grep_cuts_a_huge_line_and_keeps_multibyte_text_whole(tools: BuiltinTools, root: Path) -> None:
+    make(root, {"min.js": "é" * (LINE_SHOW_CHARS + 500) + " needle\n"})
+    text = await grep_with_budget(tools, 100_000, pattern="needle")
+    assert text.startswith("min.js:1:" + "é" * LINE_SHOW_CHARS + " [... 507 more characters]")
 
 
 @pytest.mark.anyio
@@ -265,3 +333,33 @@ async def test_grep_reports_progress_and_stops_when_cancelled(tools: BuiltinTool
             await tools.call_tool("Grep", {"pattern": "x"})
     finally:
         unbind_call_context(token)
+
+
+def test_grep_reads_a_file_that_grew_after_fstat_line_by_line(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The size is checked, then the file grows (another writer): memory stays bounded."""
+    import tracemalloc
+
+    from awf_mcp.builtins import grepping
+
+    big = root / "growing.log"
+    with open(big, "wb") as handle:
+        handle.write((b"x" * 1023 + b"\n") * (24 * 1024) + b"needle\n")
+    real_fstat = os.fstat
+
+    def stale_fstat(fd: int) -> os.stat_result:
+        info = real_fstat(fd)
+        return os.stat_result((info.st_mode, *info[1:6], 1024, *info[7:]))
+
+    monkeypatch.setattr(grepping.os, "fstat", stale_fstat)
+    regex, prefilter = grepping.compile_pattern("needle", False)
+    search = grepping._Search(
+        regex, prefilter, "content", 0, 0, grepping._Output(offset=0, limit=None, room=10_000)
+    )
+    tracemalloc.start()
+    grepping._search_fd(os.open(big, os.O_RDONLY), "growing.log", search, explicit=True)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert search.output.lines == [f"growing.log:{24 * 1024 + 1}:needle"]
+    assert peak < 12 * 1024 * 1024, f"peak {peak / 2**20:.0f} MiB"
