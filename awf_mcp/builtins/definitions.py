@@ -15,7 +15,6 @@ from typing import Any
 from awf_mcp.builtins.limits import (
     BASH_DEFAULT_TIMEOUT,
     BASH_MAX_TIMEOUT,
-    BASH_OUTPUT_BYTES,
     GLOB_MAX_RESULTS,
     GREP_MAX_CONTEXT,
     GREP_MAX_LINE_BYTES,
@@ -137,11 +136,12 @@ BASH = ToolDefinition(
         "Run a shell command with /bin/bash -c in `cwd` (default: the workspace root; must lie inside "
         "it), stdin empty. The command runs in its own process group; after `timeout_seconds` "
         f"(default {BASH_DEFAULT_TIMEOUT}, at most {BASH_MAX_TIMEOUT}) or when the call is cancelled, "
-        "the whole group is killed. The result starts with 'exit code N' and then shows the captured "
-        f"'--- stdout ---' and '--- stderr ---' (each kept up to {BASH_OUTPUT_BYTES // MIB} MiB, the "
-        "rest dropped with a note). A non-zero exit code, a timeout or a kill is reported as an error. "
-        "Background processes that keep stdout/stderr open count toward the timeout; redirect their "
-        "output to a file to let the call return."
+        "the whole group is killed. The result starts with 'exit code N' and then shows "
+        "'--- stdout ---' and '--- stderr ---'. Output over this client's output budget keeps each "
+        "stream's start and end; a note names a file with the whole stream, which Read accepts, and the "
+        "offset where the cut starts. A non-zero exit code, a timeout or a kill is reported as an error. "
+        "For dev servers, watchers and long builds set `run_in_background`: the call returns at once "
+        "with a job id for BashOutput and KillShell."
     ),
     input_schema=_schema(
         {
@@ -153,12 +153,50 @@ BASH = ToolDefinition(
                 minimum=1,
                 maximum=BASH_MAX_TIMEOUT,
             ),
+            "run_in_background": _boolean(
+                "Start the command as a background job and return its id at once (no timeout); read "
+                "its output with BashOutput, stop it with KillShell."
+            ),
         },
         ["command"],
     ),
     source=BUILTIN_SOURCE,
     annotations=ToolAnnotations(
         title="Run shell command", read_only=False, destructive=True, idempotent=False, open_world=True
+    ),
+)
+
+_JOB_ID = {"job_id": _string("The id Bash returned for the background job, e.g. 'bash_1'.")}
+
+BASH_OUTPUT = ToolDefinition(
+    name="BashOutput",
+    description=(
+        "Read the output a background job (Bash with run_in_background) produced since the last "
+        "BashOutput of that job, within this client's output budget (the rest waits for the next "
+        "call), and its state: running, or exited with its exit code. An exited job with a non-zero "
+        "code is reported as an error."
+    ),
+    input_schema=_schema(_JOB_ID, ["job_id"]),
+    source=BUILTIN_SOURCE,
+    annotations=ToolAnnotations(
+        title="Read background job output",
+        read_only=True,
+        destructive=False,
+        idempotent=False,
+        open_world=False,
+    ),
+)
+
+KILL_SHELL = ToolDefinition(
+    name="KillShell",
+    description=(
+        "Stop a background job (Bash with run_in_background): its whole process group gets SIGTERM, "
+        "then SIGKILL. Its output stays readable with BashOutput."
+    ),
+    input_schema=_schema(_JOB_ID, ["job_id"]),
+    source=BUILTIN_SOURCE,
+    annotations=ToolAnnotations(
+        title="Stop background job", read_only=False, destructive=True, idempotent=True, open_world=False
     ),
 )
 
@@ -253,6 +291,8 @@ GREP = ToolDefinition(
 )
 
 DEFINITIONS: tuple[ToolDefinition, ...] = tuple(
-    sorted((READ, WRITE, EDIT, BASH, GLOB, GREP), key=lambda definition: definition.name)
+    sorted(
+        (READ, WRITE, EDIT, BASH, BASH_OUTPUT, KILL_SHELL, GLOB, GREP), key=lambda definition: definition.name
+    )
 )
-"""The six built-in tool definitions, sorted by name."""
+"""The built-in tool definitions, sorted by name."""

@@ -23,8 +23,8 @@ BASH_DEFAULT_TIMEOUT = 120
 BASH_MAX_TIMEOUT = 600
 """The largest ``timeout_seconds`` Bash accepts."""
 
-BASH_OUTPUT_BYTES = MIB
-"""Bytes of stdout, and separately of stderr, that Bash keeps."""
+BASH_FILE_BYTES = 64 * MIB
+"""Bytes of stdout, and separately of stderr, that Bash keeps in its output file for Read."""
 
 BASH_KILL_GRACE = 0.5
 """Seconds between SIGTERM and SIGKILL when Bash stops a process group."""

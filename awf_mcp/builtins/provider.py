@@ -25,8 +25,11 @@ from typing import Any
 import anyio.to_thread
 
 from awf_mcp.builtins.definitions import DEFINITIONS
+from awf_mcp.builtins.jobs import JobTable
+from awf_mcp.builtins.outputs import OutputDir
 from awf_mcp.builtins.sandbox import Sandbox
-from awf_mcp.builtins.shell import ShellRunner
+from awf_mcp.builtins.shell import ShellRunner, shell_path
+from awf_mcp.ops.childenv import child_environment
 from awf_mcp.ports import (
     ToolDefinition,
     ToolError,
@@ -63,7 +66,9 @@ class BuiltinTools:
 
     def __init__(self, sandbox: Sandbox) -> None:
         self.sandbox = sandbox
-        self._shell = ShellRunner()
+        self._outputs = OutputDir(on_create=sandbox.allow_reading)
+        self._shell = ShellRunner(self._outputs)
+        self._jobs = JobTable(self._outputs, child_environment)
 
     def list_tools(self) -> Sequence[ToolDefinition]:
         """The six tool definitions, sorted by name."""
@@ -74,7 +79,14 @@ class BuiltinTools:
         if not isinstance(arguments, Mapping):
             raise ToolError(f"arguments of {name} must be an object")
         if name == "Bash":
+            if arguments.get("run_in_background") is True:
+                command, cwd = self._shell.checked(self.sandbox, arguments)
+                # Started on the event loop's thread: the job's death signal follows that thread.
+                return self._jobs.start(shell_path(), command, cwd)
             return await self._shell.run(self.sandbox, arguments)
+        if name in ("BashOutput", "KillShell"):
+            job_call = self._jobs.output if name == "BashOutput" else self._jobs.kill
+            return await anyio.to_thread.run_sync(job_call, arguments.get("job_id"))
         tool = file_tool(name)
         if tool is None:
             raise ToolError(f"unknown built-in tool {name!r}")
@@ -84,8 +96,10 @@ class BuiltinTools:
         )
 
     async def close(self) -> None:
-        """Kill the process groups of Bash commands still running."""
+        """Kill the process groups of Bash commands and jobs still running; remove their output files."""
         await self._shell.close()
+        await anyio.to_thread.run_sync(self._jobs.close)
+        self._outputs.close()
 
 
 def _in_context(context: Any, tool: _FileTool, sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:

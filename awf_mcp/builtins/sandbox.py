@@ -114,6 +114,22 @@ class Sandbox:
             if real not in resolved:
                 resolved.append(real)
         self.roots: tuple[str, ...] = tuple(resolved)
+        self.read_only: tuple[str, ...] = ()
+
+    def allow_reading(self, directory: str) -> None:
+        """Let the file tools read (never write) below ``directory``: awf-mcp's own output files."""
+        real = os.path.realpath(directory)
+        if real not in self.read_only:
+            self.read_only = (*self.read_only, real)
+
+    def check_writable(self, real_path: str, shown: str) -> None:
+        """Refuse a write below a read-only directory (see :meth:`allow_reading`)."""
+        if any(_is_within(real_path, directory) for directory in self.read_only) and not any(
+            _is_within(real_path, root) for root in self.roots
+        ):
+            raise ToolError(
+                f"{quote_path(shown)} is in awf-mcp's own output directory: Read it, don't write it"
+            )
 
     @property
     def base(self) -> str:
@@ -128,11 +144,11 @@ class Sandbox:
 
     def contains(self, real_path: str) -> bool:
         """True when the already-resolved ``real_path`` lies inside one of the roots."""
-        return any(_is_within(real_path, root) for root in self.roots)
+        return any(_is_within(real_path, root) for root in (*self.roots, *self.read_only))
 
     def root_of(self, real_path: str) -> str:
         """The (innermost) root containing the resolved ``real_path``."""
-        candidates = [root for root in self.roots if _is_within(real_path, root)]
+        candidates = [root for root in (*self.roots, *self.read_only) if _is_within(real_path, root)]
         if not candidates:
             raise PathRefused(f"path {quote_path(real_path)} is outside {self.describe_roots()}")
         return max(candidates, key=len)

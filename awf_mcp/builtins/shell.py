@@ -8,8 +8,10 @@ Contract
 * ``timeout_seconds`` (default :data:`BASH_DEFAULT_TIMEOUT`, 1 to
   :data:`BASH_MAX_TIMEOUT`) bounds the whole call, including waiting for
   background processes that keep stdout or stderr open.
-* stdout and stderr are read as they come, each kept up to
-  :data:`BASH_OUTPUT_BYTES`; the rest is counted and dropped.
+* stdout and stderr are read as they come into :class:`~awf_mcp.builtins.outputs.StreamLog`
+  files (the whole stream, for Read) while only their start and end stay in memory;
+  the result shows each within the call's output budget (see
+  :func:`~awf_mcp.builtins.outputs.render_streams`).
 * On timeout, on cancellation (the call's scope cancelled, or its
   ``cancelled`` flag set) and on :meth:`ShellRunner.close`, the whole process
   group gets SIGTERM, then SIGKILL after :data:`BASH_KILL_GRACE` seconds, and the
@@ -30,20 +32,15 @@ import os
 import signal
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import anyio.abc
 
+from awf_mcp import budget
 from awf_mcp.builtins.args import int_argument, required_string, string_argument
-from awf_mcp.builtins.limits import (
-    BASH_DEFAULT_TIMEOUT,
-    BASH_KILL_GRACE,
-    BASH_MAX_TIMEOUT,
-    BASH_OUTPUT_BYTES,
-    MIB,
-)
+from awf_mcp.builtins.limits import BASH_DEFAULT_TIMEOUT, BASH_KILL_GRACE, BASH_MAX_TIMEOUT
+from awf_mcp.builtins.outputs import OutputDir, StreamLog, render_streams
 from awf_mcp.builtins.sandbox import Sandbox
 from awf_mcp.ops.childenv import child_environment
 from awf_mcp.ports import CallContext, ToolError, ToolResult, current_call
@@ -57,34 +54,7 @@ def shell_path() -> str:
     return "/bin/bash" if os.access("/bin/bash", os.X_OK) else "/bin/sh"
 
 
-@dataclass(slots=True)
-class _Capture:
-    """The first :data:`BASH_OUTPUT_BYTES` of a stream, and how much was dropped after them."""
-
-    chunks: list[bytes] = field(default_factory=list)
-    kept: int = 0
-    dropped: int = 0
-
-    def feed(self, data: bytes) -> None:
-        room = max(0, BASH_OUTPUT_BYTES - self.kept)
-        if room:
-            self.chunks.append(data[:room])
-            self.kept += min(room, len(data))
-        self.dropped += max(0, len(data) - room)
-
-    def render(self, name: str) -> str | None:
-        if not self.kept and not self.dropped:
-            return None
-        text = b"".join(self.chunks).decode("utf-8", "replace").removesuffix("\n")
-        if self.dropped:
-            text += (
-                f"\n[{name} truncated: first {BASH_OUTPUT_BYTES // MIB} MiB shown, "
-                f"{self.dropped:,} more bytes dropped]"
-            )
-        return f"--- {name} ---\n{text}"
-
-
-async def _drain(stream: anyio.abc.ByteReceiveStream | None, capture: _Capture) -> None:
+async def _drain(stream: anyio.abc.ByteReceiveStream | None, capture: StreamLog) -> None:
     if stream is None:
         return
     try:
@@ -94,7 +64,8 @@ async def _drain(stream: anyio.abc.ByteReceiveStream | None, capture: _Capture) 
         return
 
 
-def _signal_group(pgid: int, signum: int) -> None:
+def signal_group(pgid: int, signum: int) -> None:
+    """Send ``signum`` to process group ``pgid``; a group that is gone is no error."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signum)
 
@@ -113,28 +84,33 @@ def group_alive(pgid: int) -> bool:
 async def stop_group(process: anyio.abc.Process) -> None:
     """SIGTERM the process group, SIGKILL it after the grace period, and reap the leader."""
     with anyio.CancelScope(shield=True):
-        _signal_group(process.pid, signal.SIGTERM)
+        signal_group(process.pid, signal.SIGTERM)
         with anyio.move_on_after(BASH_KILL_GRACE):
             await process.wait()
-        _signal_group(process.pid, signal.SIGKILL)
+        signal_group(process.pid, signal.SIGKILL)
         await process.wait()
 
 
 class ShellRunner:
     """Runs Bash commands and remembers their process groups until they are gone."""
 
-    def __init__(self) -> None:
+    def __init__(self, outputs: OutputDir | None = None) -> None:
         self._running: dict[int, anyio.abc.Process] = {}
         self._lingering: set[int] = set()
+        self.outputs = outputs or OutputDir()
 
-    async def run(self, sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
-        """Run the Bash tool."""
+    def checked(self, sandbox: Sandbox, arguments: Mapping[str, Any]) -> tuple[str, str]:
+        """The command and the resolved working directory of a Bash call, or :class:`ToolError`."""
         command = required_string(arguments, "command")
         if not command.strip():
             raise ToolError("command must not be empty")
         if "\x00" in command:
             raise ToolError("command contains a NUL byte")
-        cwd = sandbox.resolve_dir(string_argument(arguments, "cwd", required=False), "cwd")
+        return command, sandbox.resolve_dir(string_argument(arguments, "cwd", required=False), "cwd")
+
+    async def run(self, sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
+        """Run the Bash tool."""
+        command, cwd = self.checked(sandbox, arguments)
         timeout = int_argument(
             arguments, "timeout_seconds", BASH_DEFAULT_TIMEOUT, minimum=1, maximum=BASH_MAX_TIMEOUT
         )
@@ -152,7 +128,9 @@ class ShellRunner:
         except OSError as exc:
             raise ToolError(f"cannot start the shell: {exc.strerror or exc}") from exc
         self._running[process.pid] = process
-        stdout, stderr = _Capture(), _Capture()
+        keep = budget.current_budget()
+        stdout = StreamLog(self.outputs.new_file("bash.stdout"), keep)
+        stderr = StreamLog(self.outputs.new_file("bash.stderr"), keep)
         try:
             outcome = await self._supervise(process, stdout, stderr, timeout, call)
         finally:
@@ -163,13 +141,15 @@ class ShellRunner:
                 self._running.pop(process.pid, None)
                 if group_alive(process.pid):
                     self._lingering.add(process.pid)
+                stdout.close()
+                stderr.close()
         return _result(outcome, process.returncode, timeout, stdout, stderr)
 
     async def _supervise(
         self,
         process: anyio.abc.Process,
-        stdout: _Capture,
-        stderr: _Capture,
+        stdout: StreamLog,
+        stderr: StreamLog,
         timeout: int,
         call: CallContext,
     ) -> str:
@@ -214,12 +194,12 @@ class ShellRunner:
         for process in list(self._running.values()):
             await stop_group(process)
         for pgid in list(self._lingering):
-            _signal_group(pgid, signal.SIGKILL)
+            signal_group(pgid, signal.SIGKILL)
         self._lingering.clear()
 
 
 def _result(
-    outcome: str, returncode: int | None, timeout: int, stdout: _Capture, stderr: _Capture
+    outcome: str, returncode: int | None, timeout: int, stdout: StreamLog, stderr: StreamLog
 ) -> ToolResult:
     if outcome == "timeout":
         header = f"timed out after {timeout} s; the command's process group was killed"
@@ -237,6 +217,5 @@ def _result(
     else:
         header = f"exit code {returncode}"
         failed = returncode != 0
-    sections = [part for part in (stdout.render("stdout"), stderr.render("stderr")) if part is not None]
-    body = "\n".join([header, *sections]) if sections else f"{header}\n(no output)"
+    body = render_streams(header, [("stdout", stdout), ("stderr", stderr)], budget.current_budget())
     return ToolResult.error(body) if failed else ToolResult.text(body)

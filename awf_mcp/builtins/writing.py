@@ -43,6 +43,7 @@ def write_file(sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
     shown = required_string(arguments, "path")
     content = required_string(arguments, "content")
     real = sandbox.resolve(shown)
+    sandbox.check_writable(real, shown)
     data = _encode(content, "content")
     if len(data) > MAX_FILE_BYTES:
         raise ToolError(
@@ -64,6 +65,7 @@ def edit_file(sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
     if old == new:
         raise ToolError("old and new are identical: there is nothing to change")
     real = sandbox.resolve(shown)
+    sandbox.check_writable(real, shown)
     fd, info = open_regular(sandbox, real, shown)
     try:
         if info.st_size > MAX_FILE_BYTES:

@@ -17,9 +17,9 @@ import anyio
 import pytest
 
 from awf_mcp.builtins import BuiltinTools
-from awf_mcp.builtins.limits import BASH_OUTPUT_BYTES
 from awf_mcp.ports import CallContext, ToolError, ToolResult, bind_call_context, unbind_call_context
 from tests.helpers.harness import marked_pids
+from tests.helpers.providers import call_with_budget
 
 
 @pytest.fixture
@@ -98,13 +98,95 @@ async def test_timeout_argument_is_checked(tools: BuiltinTools) -> None:
 
 
 @pytest.mark.anyio
-async def test_output_is_capped(tools: BuiltinTools) -> None:
-    total = BASH_OUTPUT_BYTES + 12_345
-    result = await run(tools, command=f"head -c {total} /dev/zero | tr '\\0' a; echo done >&2")
-    text = result.content[0].text
-    assert "a" * 1000 in text
-    assert f"[stdout truncated: first 1 MiB shown, {12_345:,} more bytes dropped]" in text
-    assert text.endswith("--- stderr ---\ndone")
+async def test_big_output_keeps_head_and_tail_and_the_whole_stream_is_readable(tools: BuiltinTools) -> None:
+    text = await call_with_budget(tools, "Bash", 10_000, command="seq 1 300000; echo the-error >&2")
+    assert len(text.encode()) <= 10_000
+    assert text.startswith("exit code 0\n--- stdout ---\n1\n2\n3\n")
+    assert "\n300000\n--- stderr ---\nthe-error" in text
+    assert "lines (" in text and "left out ...]" in text
+    note = text.rsplit("\n", 1)[-1]
+    assert note.startswith("[awf-mcp: stdout cut; the whole stdout is in /")
+    path = note.split(" is in ")[1].split(":")[0]
+    cut_at = int(note.split("offset=")[1].split()[0])
+    whole = await call_with_budget(tools, "Read", 10_000, path=path, offset=cut_at, limit=3)
+    first_missing = cut_at + 1
+    assert whole.startswith(f"{first_missing}\n{first_missing + 1}\n{first_missing + 2}\n")
+
+
+@pytest.mark.anyio
+async def test_output_within_the_budget_is_whole_and_names_no_file(tools: BuiltinTools) -> None:
+    text = await call_with_budget(tools, "Bash", 10_000, command="seq 1 100")
+    assert text == "exit code 0\n--- stdout ---\n" + "\n".join(str(n) for n in range(1, 101))
+
+
+@pytest.mark.anyio
+async def test_the_output_directory_is_readable_not_writable(tools: BuiltinTools) -> None:
+    text = await call_with_budget(tools, "Bash", 1_000, command="seq 1 5000")
+    path = text.rsplit(" is in ", 1)[1].split(":")[0]
+    with pytest.raises(ToolError, match="own output directory"):
+        await tools.call_tool("Write", {"path": path, "content": "x"})
+    await tools.close()
+    assert not os.path.exists(os.path.dirname(path))
+
+
+@pytest.mark.anyio
+async def test_background_job_starts_reads_incrementally_and_is_killed(
+    tools: BuiltinTools, marker: str
+) -> None:
+    started = await call_with_budget(
+        tools,
+        "Bash",
+        10_000,
+        command=f"echo first; sleep 0.3; echo second; exec -a {marker} sleep 300",
+        run_in_background=True,
+    )
+    assert started.startswith("started background job bash_1")
+    await wait_for_marked(marker, 1)
+    seen = ""
+    for _ in range(50):
+        page = await call_with_budget(tools, "BashOutput", 10_000, job_id="bash_1")
+        assert page.startswith("job bash_1: running")
+        seen += page
+        if "second" in seen:
+            break
+        await anyio.sleep(0.05)
+    assert seen.count("first") == 1 and seen.count("second") == 1
+    again = await call_with_budget(tools, "BashOutput", 10_000, job_id="bash_1")
+    assert "(no new output)" in again and "first" not in again
+    killed = await call_with_budget(tools, "KillShell", 10_000, job_id="bash_1")
+    assert "killed" in killed
+    assert_nothing_left(marker)
+    after = await tools.call_tool("BashOutput", {"job_id": "bash_1"})
+    assert isinstance(after, ToolResult) and after.is_error and "killed (KillShell)" in after.content[0].text
+    with pytest.raises(ToolError, match="no background job 'bash_9'; the jobs are: bash_1"):
+        await tools.call_tool("BashOutput", {"job_id": "bash_9"})
+
+
+@pytest.mark.anyio
+async def test_background_jobs_are_capped_and_closed_with_the_server(
+    tools: BuiltinTools, marker: str
+) -> None:
+    from awf_mcp.builtins.jobs import MAX_JOBS
+
+    for _ in range(MAX_JOBS):
+        await tools.call_tool("Bash", {"command": f"exec -a {marker} sleep 300", "run_in_background": True})
+    with pytest.raises(ToolError, match=f"{MAX_JOBS} background jobs are running already"):
+        await tools.call_tool("Bash", {"command": "true", "run_in_background": True})
+    await wait_for_marked(marker, MAX_JOBS)
+    await tools.close()
+    assert_nothing_left(marker)
+
+
+@pytest.mark.anyio
+async def test_an_exited_job_reports_its_code_as_an_error(tools: BuiltinTools) -> None:
+    await tools.call_tool("Bash", {"command": "echo out; exit 3", "run_in_background": True})
+    for _ in range(100):
+        result = await tools.call_tool("BashOutput", {"job_id": "bash_1"})
+        assert isinstance(result, ToolResult)
+        if "exited" in result.content[0].text:
+            break
+        await anyio.sleep(0.05)
+    assert result.is_error and "exited with code 3" in result.content[0].text
 
 
 @pytest.mark.anyio

@@ -39,14 +39,17 @@ def leftovers(directory: Path) -> list[str]:
 
 def test_definitions_are_sorted_strict_schemas_with_annotations(tools: BuiltinTools) -> None:
     definitions = tools.list_tools()
-    assert [d.name for d in definitions] == ["Bash", "Edit", "Glob", "Grep", "Read", "Write"]
+    names = ["Bash", "BashOutput", "Edit", "Glob", "Grep", "KillShell", "Read", "Write"]
+    assert [d.name for d in definitions] == names
     expected_args = {
-        "Read": {"path", "offset", "limit"},
+        "Read": {"path", "offset", "limit", "line_numbers", "column"},
         "Write": {"path", "content"},
         "Edit": {"path", "old", "new", "replace_all"},
-        "Bash": {"command", "cwd", "timeout_seconds"},
-        "Glob": {"pattern", "cwd"},
-        "Grep": {"pattern", "path", "glob", "output_mode", "case_insensitive"},
+        "Bash": {"command", "cwd", "timeout_seconds", "run_in_background"},
+        "BashOutput": {"job_id"},
+        "KillShell": {"job_id"},
+        "Glob": {"pattern", "cwd", "offset"},
+        "Grep": {"pattern", "path", "glob", "output_mode", "case_insensitive", "offset"},
     }
     for definition in definitions:
         schema = definition.input_schema
@@ -63,6 +66,9 @@ def test_definitions_are_sorted_strict_schemas_with_annotations(tools: BuiltinTo
         assert annotations is not None
         assert (annotations.read_only, annotations.destructive, annotations.idempotent) == (True, False, True)
         assert annotations.open_world is False
+    output, kill = by_name["BashOutput"], by_name["KillShell"]
+    assert output is not None and output.read_only is True and output.destructive is False
+    assert kill is not None and kill.read_only is False and kill.destructive is True
     write, edit, bash = by_name["Write"], by_name["Edit"], by_name["Bash"]
     assert write is not None and (write.read_only, write.destructive, write.idempotent) == (False, True, True)
     assert edit is not None and (edit.destructive, edit.idempotent) == (True, False)

@@ -1,0 +1,211 @@
+"""Background Bash jobs: dev servers, watchers and long builds that outlive one call, not the server.
+
+Contract
+--------
+* ``Bash`` with ``run_in_background`` starts the command as a job and returns at once
+  with its id (``bash_1``, ``bash_2``, ...). At most :data:`MAX_JOBS` jobs run at once;
+  a finished job stays listed (its output readable) until :data:`MAX_KEPT` newer ones
+  push it out.
+* The job runs like a foreground command: ``/bin/bash -c`` in a confined ``cwd``, stdin
+  empty, the user's environment, its own session and process group. Its stdout and
+  stderr go to :class:`~awf_mcp.builtins.outputs.StreamLog` files.
+* ``BashOutput`` returns what each stream produced since the previous ``BashOutput`` of
+  that job, within the call's output budget (the rest waits for the next call), with the
+  job's state and exit code. ``KillShell`` kills the job's whole process group (SIGTERM,
+  then SIGKILL after :data:`~awf_mcp.builtins.limits.BASH_KILL_GRACE` seconds).
+* Jobs never outlive the server: :meth:`JobTable.close` (stdin EOF, SIGTERM, SIGINT)
+  kills every group, and each job's shell gets SIGTERM from the kernel if the server
+  dies (``PR_SET_PDEATHSIG``, even on ``kill -9``), on which it kills its own group.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import IO
+
+from awf_mcp import budget
+from awf_mcp.builtins.limits import BASH_KILL_GRACE
+from awf_mcp.builtins.outputs import OutputDir, StreamLog
+from awf_mcp.builtins.shell import group_alive, signal_group
+from awf_mcp.ports import ToolError, ToolResult
+
+MAX_JOBS = 8
+"""Background jobs running at once."""
+
+MAX_KEPT = 32
+"""Jobs remembered (running or finished); the oldest finished ones are forgotten first."""
+
+_PR_SET_PDEATHSIG = 1
+
+# The job's shell kills its whole group when it gets SIGTERM, which the kernel sends when
+# the server dies: so even `kill -9` of the server leaves no job running.
+_GUARD_HEAD = 'trap "kill -KILL 0" TERM; ( '
+_GUARD_TAIL = "\n) < /dev/null & wait $!"
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _pump(pipe: IO[bytes] | None, log: StreamLog) -> None:
+    """Copy one pipe of a job into its log until the pipe closes (a reader thread)."""
+    if pipe is not None:
+        with contextlib.suppress(OSError, ValueError):
+            while chunk := os.read(pipe.fileno(), 65536):
+                log.feed(chunk)
+    log.close()
+
+
+@dataclass(slots=True)
+class Job:
+    """One background command."""
+
+    id: str
+    command: str
+    process: subprocess.Popen[bytes]
+    stdout: StreamLog
+    stderr: StreamLog
+    started: float = field(default_factory=time.monotonic)
+    readers: list[threading.Thread] = field(default_factory=list)
+    killed: bool = False
+
+    @property
+    def running(self) -> bool:
+        """True until the shell has exited and both streams are read to their end."""
+        return self.process.poll() is None or any(reader.is_alive() for reader in self.readers)
+
+    def state(self) -> str:
+        """``running for 12 s``, ``exited with code 0``, ``killed by SIGTERM``."""
+        code = self.process.poll()
+        if code is None:
+            return f"running for {time.monotonic() - self.started:.0f} s"
+        if self.killed:
+            return "killed (KillShell)"
+        if code < 0 or (code > 128 and code - 128 in signal.Signals._value2member_map_):
+            number = -code if code < 0 else code - 128
+            return f"killed by {signal.Signals(number).name}"
+        return f"exited with code {code}"
+
+
+class JobTable:
+    """The server's background jobs."""
+
+    def __init__(self, outputs: OutputDir, spawn_env: Callable[[], dict[str, str]]) -> None:
+        self.outputs = outputs
+        self.spawn_env = spawn_env
+        self._jobs: dict[str, Job] = {}
+        self._counter = 0
+        self._lock = threading.Lock()
+
+    def start(self, shell: str, command: str, cwd: str) -> ToolResult:
+        """Start ``command`` in the background; the result names the job."""
+        with self._lock:
+            running = [job.id for job in self._jobs.values() if job.running]
+            if len(running) >= MAX_JOBS:
+                raise ToolError(
+                    f"{MAX_JOBS} background jobs are running already ({', '.join(running)}): "
+                    "stop one with KillShell first"
+                )
+            self._counter += 1
+            job_id = f"bash_{self._counter}"
+        stdout = StreamLog(self.outputs.new_file(f"{job_id}.stdout"), 64 * 1024)
+        stderr = StreamLog(self.outputs.new_file(f"{job_id}.stderr"), 64 * 1024)
+        try:
+            process = subprocess.Popen(
+                [shell, "-c", _GUARD_HEAD + command + _GUARD_TAIL],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=self.spawn_env(),
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        except OSError as exc:
+            stdout.close()
+            stderr.close()
+            raise ToolError(f"cannot start the shell: {exc.strerror or exc}") from exc
+        job = Job(job_id, command, process, stdout, stderr)
+        for pipe, log in ((process.stdout, stdout), (process.stderr, stderr)):
+            reader = threading.Thread(target=_pump, args=(pipe, log), name=f"awf-mcp {job_id}", daemon=True)
+            reader.start()
+            job.readers.append(reader)
+        with self._lock:
+            self._jobs[job_id] = job
+            self._forget_old()
+        return ToolResult.text(
+            f"started background job {job_id} (process group {process.pid}); read its output with "
+            f'BashOutput job_id="{job_id}", stop it with KillShell job_id="{job_id}". '
+            f"Output files: {stdout.path} and {stderr.path}."
+        )
+
+    def _forget_old(self) -> None:
+        finished = [job_id for job_id, job in self._jobs.items() if not job.running]
+        while len(self._jobs) > MAX_KEPT and finished:
+            del self._jobs[finished.pop(0)]
+
+    def _job(self, job_id: object) -> Job:
+        job = self._jobs.get(job_id) if isinstance(job_id, str) else None
+        if job is None:
+            known = ", ".join(f"{j.id} ({j.state()})" for j in self._jobs.values()) or "none"
+            raise ToolError(f"no background job {job_id!r}; the jobs are: {known}")
+        return job
+
+    def output(self, job_id: object) -> ToolResult:
+        """New output of the job since the last call, within the budget, and its state."""
+        job = self._job(job_id)
+        running = job.running  # decided before reading, so a final read sees everything
+        room = max(budget.current_budget() - 600, 200)
+        parts = [f"job {job.id}: {job.state()}"]
+        waiting = 0
+        for name, log in (("stdout", job.stdout), ("stderr", job.stderr)):
+            text, left = log.read_new(room // 2 if name == "stdout" else room - budget.size("".join(parts)))
+            room -= budget.size(text)
+            waiting += left
+            if text:
+                parts.append(f"--- {name} (new) ---\n{text.removesuffix(chr(10))}")
+        if len(parts) == 1:
+            parts.append("(no new output)")
+        if waiting:
+            parts.append(budget.note(f"{waiting:,} more bytes of output wait: call BashOutput again"))
+        code = job.process.poll()
+        failed = not running and (job.killed or code not in (0, None))
+        return ToolResult(content=ToolResult.text("\n".join(parts)).content, is_error=failed)
+
+    def kill(self, job_id: object) -> ToolResult:
+        """Kill the job's whole process group."""
+        job = self._job(job_id)
+        if job.process.poll() is not None and not group_alive(job.process.pid):
+            return ToolResult.text(f"job {job.id} had already ended: {job.state()}")
+        job.killed = True
+        _stop(job.process)
+        return ToolResult.text(f"job {job.id} killed (its whole process group)")
+
+    def close(self) -> None:
+        """Kill every job's process group and reap the shells."""
+        with self._lock:
+            jobs = list(self._jobs.values())
+        for job in jobs:
+            signal_group(job.process.pid, signal.SIGKILL)
+        for job in jobs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                job.process.wait(timeout=BASH_KILL_GRACE)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    signal_group(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=BASH_KILL_GRACE)
+    signal_group(process.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=BASH_KILL_GRACE)
