@@ -112,8 +112,11 @@ EDIT = ToolDefinition(
         "whitespace and indentation must match). `old` must occur exactly once unless `replace_all` "
         "is true; otherwise the call fails saying how many times it occurs, and you should add "
         "surrounding lines to make it unique. Fails without touching the file when `old` is absent, "
-        f"empty or equal to `new`, or the file is over {_FILE_MIB} MiB. Atomic; permissions kept. "
-        "Returns how many occurrences were replaced. " + _PATH_RULE
+        f"empty or equal to `new`, or the file is over {_FILE_MIB} MiB. When `old` is not found, the error "
+        "gives the line of the closest match and what differs (line endings, tabs, indentation, trailing "
+        "whitespace, or the one differing line). `expected_replacements` makes the edit fail unless "
+        "`old` occurs exactly that many times (then all are replaced). Atomic; permissions kept. "
+        "Returns how many occurrences were replaced and a small diff with line numbers. " + _PATH_RULE
     ),
     input_schema=_schema(
         {
@@ -121,6 +124,10 @@ EDIT = ToolDefinition(
             "old": _string("The exact text to find (must not be empty)."),
             "new": _string("The text to put in its place (must differ from old)."),
             "replace_all": _boolean("Replace every occurrence instead of requiring exactly one."),
+            "expected_replacements": _integer(
+                "How many times `old` must occur; the edit is refused otherwise (all are replaced).",
+                minimum=1,
+            ),
         },
         ["path", "old", "new"],
     ),

@@ -22,7 +22,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from awf_mcp.builtins.args import bool_argument, required_string
+from awf_mcp.builtins.args import bool_argument, optional_int, required_string
+from awf_mcp.builtins.editing import MAX_SHOWN, describe_change, explain_miss
 from awf_mcp.builtins.fileio import atomic_write, open_regular, read_at_most
 from awf_mcp.builtins.limits import MAX_FILE_BYTES, MIB
 from awf_mcp.builtins.sandbox import Sandbox, quote_path
@@ -60,6 +61,7 @@ def edit_file(sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
     old = required_string(arguments, "old")
     new = required_string(arguments, "new")
     replace_all = bool_argument(arguments, "replace_all")
+    expected = optional_int(arguments, "expected_replacements", minimum=1)
     if not old:
         raise ToolError("old must not be empty: to create or overwrite a whole file use Write")
     if old == new:
@@ -80,14 +82,13 @@ def edit_file(sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
     text = raw.decode("utf-8", "surrogateescape")
     count = text.count(old)
     if count == 0:
-        hint = ""
-        if "\r\n" in text and "\n" in old and "\r\n" not in old:
-            hint = " (the file uses CRLF line endings; include the \\r in old)"
+        raise ToolError(f"old text not found in {quote_path(shown)}: {explain_miss(text, old)}")
+    if expected is not None and count != expected:
         raise ToolError(
-            f"old text not found in {quote_path(shown)}{hint}; Read the file and copy the text exactly, "
-            "including whitespace and indentation"
+            f"old text occurs {count} times in {quote_path(shown)}, but expected_replacements is {expected}; "
+            "nothing was changed"
         )
-    if count > 1 and not replace_all:
+    if count > 1 and not replace_all and expected is None:
         raise ToolError(
             f"old text occurs {count} times in {quote_path(shown)}; add surrounding lines to make it "
             "unique, or set replace_all=true to replace every occurrence"
@@ -100,4 +101,6 @@ def edit_file(sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
         )
     atomic_write(sandbox, real, data, shown, make_parents=False)
     noun = "occurrence" if count == 1 else "occurrences"
-    return ToolResult.text(f"OK: replaced {count} {noun} in {sandbox.display(real)}")
+    shown_places = "" if count <= MAX_SHOWN else f" (the first {MAX_SHOWN} shown)"
+    summary = f"OK: replaced {count} {noun} in {sandbox.display(real)}{shown_places}"
+    return ToolResult.text(f"{summary}\n{describe_change(text, old, new)}")

@@ -311,7 +311,7 @@ async def test_write_failure_keeps_original_and_leaves_no_temp(
 async def test_edit_replaces_one_occurrence(tools: BuiltinTools, root: Path) -> None:
     (root / "e.py").write_text("a = 1\nb = 2\n")
     assert await text_of(tools, "Edit", path="e.py", old="b = 2", new="b = 3") == (
-        "OK: replaced 1 occurrence in e.py"
+        "OK: replaced 1 occurrence in e.py\n@@ line 2 @@\n a = 1\n-b = 2\n+b = 3"
     )
     assert (root / "e.py").read_text() == "a = 1\nb = 3\n"
 
@@ -323,8 +323,63 @@ async def test_edit_ambiguous_needs_replace_all(tools: BuiltinTools, root: Path)
         await tools.call_tool("Edit", {"path": "e.txt", "old": "x", "new": "y"})
     assert (root / "e.txt").read_text() == "x x x"
     text = await text_of(tools, "Edit", path="e.txt", old="x", new="y", replace_all=True)
-    assert text == "OK: replaced 3 occurrences in e.txt"
+    assert text == "OK: replaced 3 occurrences in e.txt\n@@ line 1 @@\n-x x x\n+y y y"
     assert (root / "e.txt").read_text() == "y y y"
+
+
+@pytest.mark.anyio
+async def test_expected_replacements_must_match_or_nothing_changes(tools: BuiltinTools, root: Path) -> None:
+    (root / "e.txt").write_text("x\nx\nx\n")
+    with pytest.raises(ToolError, match=r"occurs 3 times in 'e\.txt', but expected_replacements is 2"):
+        await tools.call_tool("Edit", {"path": "e.txt", "old": "x", "new": "y", "expected_replacements": 2})
+    assert (root / "e.txt").read_text() == "x\nx\nx\n"
+    text = await text_of(tools, "Edit", path="e.txt", old="x", new="y", expected_replacements=3)
+    assert text.startswith("OK: replaced 3 occurrences in e.txt\n@@ line 1 @@\n-x\n+y\n@@ line 2 @@")
+    assert (root / "e.txt").read_text() == "y\ny\ny\n"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("content", "old", "reason"),
+    [
+        ("a\r\nb\r\n", "a\nb", "the file uses CRLF line endings: old matches at line 1"),
+        (
+            "x\ndef f():\n\treturn 1\n",
+            "def f():\n    return 1",
+            "tabs against spaces: the file indents with tabs",
+        ),
+        ("x\n    if a:\n        go()\n", "if a:\n    go()", "indentation differs"),
+        ("x\ny = 1   \nz = 2\n", "y = 1\nz = 2", "trailing whitespace differs"),
+        (
+            "x\nalpha = 1\nbeta = 2\ngamma = 3\n",
+            "alpha = 1\nbeta = 20\ngamma = 3",
+            "one line differs (line 2 of old): the file has 'beta = 2', old has 'beta = 20'",
+        ),
+    ],
+)
+async def test_a_near_miss_says_where_and_what_differs(
+    tools: BuiltinTools, root: Path, content: str, old: str, reason: str
+) -> None:
+    (root / "m.txt").write_bytes(content.encode())
+    with pytest.raises(ToolError) as caught:
+        await tools.call_tool("Edit", {"path": "m.txt", "old": old, "new": "zzz"})
+    message = str(caught.value)
+    assert reason in message, message
+    if "CRLF" not in reason:
+        assert "the closest match starts at line 2" in message and "\n2\t" in message
+    assert (root / "m.txt").read_bytes() == content.encode()
+
+
+@pytest.mark.anyio
+async def test_grep_read_and_edit_agree_on_line_numbers(tools: BuiltinTools, root: Path) -> None:
+    (root / "r.py").write_text("".join(f"value_{n} = {n}\n" for n in range(1, 50)))
+    hit = await text_of(tools, "Grep", pattern="value_37 ")
+    number = int(hit.split(":")[1])
+    assert number == 37
+    read = await text_of(tools, "Read", path="r.py", offset=number - 1, limit=1, line_numbers=True)
+    assert read.startswith(f"{number}\tvalue_37 = 37")
+    edited = await text_of(tools, "Edit", path="r.py", old="value_37 = 37", new="value_37 = 370")
+    assert f"@@ line {number} @@" in edited
 
 
 @pytest.mark.anyio
