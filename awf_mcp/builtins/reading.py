@@ -187,10 +187,11 @@ def _show_line(raw: bytes, number: int) -> str:
         return text + ending
     kept = text[:LINE_SHOW_CHARS]
     rest = len(body) - len(kept.encode("utf-8", "replace"))
-    return (
-        f"{kept} [... line {number} goes on for about {rest:,} more bytes: "
-        f"Read with offset={number - 1} column={LINE_SHOW_CHARS} for the rest]{ending}"
+    marker = budget.note(
+        f"line {number} goes on for about {rest:,} more bytes: "
+        f"Read with offset={number - 1} column={LINE_SHOW_CHARS} for the rest"
     )
+    return f"{kept} {marker}{ending}"
 
 
 def _read_line_from(stream: io.BufferedReader, page: _Page, column: int) -> ToolResult:

@@ -185,7 +185,7 @@ async def test_a_one_line_file_over_the_budget_is_read_whole_by_column(
     minified = "".join(f"var v{n}='é';" for n in range(40_000))
     (root / "app.min.js").write_text(minified + "\nsecond line\n")
     first = await call_with_budget(tools, "Read", 10_000, path="app.min.js")
-    assert first.startswith(minified[:LINE_SHOW_CHARS] + " [... line 1 goes on")
+    assert first.startswith(minified[:LINE_SHOW_CHARS] + " [awf-mcp: line 1 goes on")
     assert "Read with offset=0 column=2000" in first and "second line" in first
     pieces, column = [], 0
     while True:
