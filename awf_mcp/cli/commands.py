@@ -274,18 +274,26 @@ def client_config(
         ]
     finally:
         _close(rt)
+    from pathlib import Path
+
+    serve_args: list[str] = []
+    for path in root or ():
+        serve_args += ["--root", str(Path(path).expanduser().absolute())]
+    for pattern in only or ():
+        serve_args += ["--only", pattern]
+    for pattern in exclude or ():
+        serve_args += ["--exclude", pattern]
+    if config:
+        serve_args += ["--config", str(Path(config).expanduser().absolute())]
     text = launch.guarded(
         lambda: clientconfig.configure(
             client,
             write_files=write,
             scope=scope,
             trust=trust,
-            roots=root or (),
-            only=only or (),
-            exclude=exclude or (),
-            config=config,
             server_name=name,
             tools=tools,
+            serve_args=serve_args,
         )
     )
     print(text, end="" if text.endswith("\n") else "\n")

@@ -6,7 +6,9 @@ import json
 import subprocess
 import sys
 import tomllib
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp.client.session import ClientSession
@@ -65,26 +67,6 @@ def test_python_dash_m_uses_the_interpreter() -> None:
 def test_frozen_binary_is_the_executable(tmp_path: Path) -> None:
     binary = tmp_path / "awf-mcp"
     assert cc.server_command(argv0="awf-mcp", executable=str(binary), frozen=True) == [str(binary)]
-
-
-def test_serve_options_pass_through_with_absolute_paths(tmp_path: Path) -> None:
-    argv = cc.serve_command(
-        ["awf-mcp"], roots=["src", "/abs"], only=["Read"], exclude=["Bash"], config="awf.toml", cwd=tmp_path
-    )
-    assert argv == [
-        "awf-mcp",
-        "serve",
-        "--root",
-        str(tmp_path / "src"),
-        "--root",
-        "/abs",
-        "--only",
-        "Read",
-        "--exclude",
-        "Bash",
-        "--config",
-        str(tmp_path / "awf.toml"),
-    ]
 
 
 def test_read_only_tools_come_from_annotations_with_a_fallback() -> None:
@@ -349,7 +331,6 @@ def test_codex_project_scope_file(dirs: tuple[Path, Path]) -> None:
     cwd, _ = dirs
     report = write("codex", dirs)
     assert report.changed == [cwd / ".codex" / "config.toml"]
-    assert any("trusted project" in note for note in report.notes)
 
 
 def test_codex_quoted_header_is_recognised(dirs: tuple[Path, Path]) -> None:
@@ -435,33 +416,83 @@ def test_a_second_backup_does_not_overwrite_the_first(dirs: tuple[Path, Path]) -
 
 def test_configure_prints_and_writes(dirs: tuple[Path, Path]) -> None:
     cwd, home = dirs
-    out = cc.configure(
-        "claude",
-        write_files=True,
-        trust="read-only",
-        roots=["."],
-        only=["Read"],
-        tools=TOOLS,
-        cwd=cwd,
-        home=home,
-        env={},
-        base_command=["/bin/awf-mcp"],
-    )
+    options: dict[str, Any] = {
+        "write_files": True,
+        "trust": "read-only",
+        "tools": TOOLS,
+        "serve_args": ["--root", str(cwd), "--only", "Read"],
+        "cwd": cwd,
+        "home": home,
+        "env": {},
+        "base_command": ["/bin/awf-mcp"],
+    }
+    out = cc.configure("claude", **options)
     assert f"claude mcp add --scope project awf -- /bin/awf-mcp serve --root {cwd} --only Read" in out
     assert f"updated {cwd / '.mcp.json'}" in out
-    again = cc.configure(
-        "claude",
-        write_files=True,
-        trust="read-only",
-        roots=["."],
-        only=["Read"],
-        tools=TOOLS,
-        cwd=cwd,
-        home=home,
-        env={},
-        base_command=["/bin/awf-mcp"],
-    )
+    again = cc.configure("claude", **options)
     assert "already up to date: nothing changed" in again and "updated" not in again
+
+
+def test_configure_states_each_note_once(dirs: tuple[Path, Path]) -> None:
+    cwd, home = dirs
+    for client, needle in (("codex", "trusted project"), ("gemini", "gemini trust")):
+        out = cc.configure(client, write_files=True, cwd=cwd, home=home, env={}, base_command=["/awf"])
+        assert out.lower().count(needle) == 1, out
+
+
+# --------------------------------------------------------------------------- profiles
+
+
+def test_every_writable_profile_has_both_scopes_and_a_known_format() -> None:
+    for profile in cc.PROFILES.values():
+        assert profile.format in ("json", "toml")
+        assert set(profile.files) in (set(), set(cc.SCOPES)), profile.name
+        assert profile.name in cc.CLIENTS
+
+
+def test_macos_paths_are_the_linux_paths_unless_a_profile_says_otherwise(dirs: tuple[Path, Path]) -> None:
+    cwd, home = dirs
+    for profile in cc.PROFILES.values():
+        for scope in cc.SCOPES if profile.files else ():
+            assert profile.scope_files(scope, "darwin") == profile.scope_files(scope, "linux")
+    moved = replace(
+        cc.PROFILES["gemini"],
+        macos_files={"user": cc.ScopeFiles(cc.FileLocation("home", "Library/Gemini/settings.json"))},
+    )
+    location = moved.scope_files("user", "darwin").servers
+    assert location.resolve(cwd=cwd, home=home, env={}) == home / "Library/Gemini/settings.json"
+    assert moved.scope_files("user", "linux").servers.relative == ".gemini/settings.json"
+
+
+def test_a_new_client_is_one_profile(dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A profile alone gives a client its snippet, its file, its approvals and its notes."""
+    cwd, home = dirs
+    profile = cc.ClientProfile(
+        name="newcli",
+        title="New CLI",
+        files={
+            "project": cc.ScopeFiles(cc.FileLocation("project", ".newcli/mcp.json")),
+            "user": cc.ScopeFiles(cc.FileLocation("home", ".newcli/mcp.json", "NEWCLI_HOME", "mcp.json")),
+        },
+        servers_key=("servers",),
+        entry_tail={"enabled": True},
+        allow_list=("approved",),
+        allow_name=lambda server, tool: f"{server}/{tool or '*'}",
+        headless="`newcli run` cannot ask.",
+        notes="# {server} is ready.",
+    )
+    monkeypatch.setitem(cc.PROFILES, "newcli", profile)
+    text = cc.render(
+        "newcli", command=COMMAND, read_only_tools=["Read"], trust="read-only", cwd=cwd, home=home
+    )
+    assert f"# New CLI, project scope: add this entry to {cwd / '.newcli' / 'mcp.json'}:" in text
+    assert "`newcli run` cannot ask." in text and "# awf is ready." in text
+    report = write("newcli", dirs, trust="read-only", read_only_tools=["Read"])
+    assert report.changed == [cwd / ".newcli" / "mcp.json"]
+    assert json.loads((cwd / ".newcli" / "mcp.json").read_text()) == {
+        "servers": {"awf": {"command": COMMAND[0], "args": COMMAND[1:], "enabled": True}},
+        "approved": ["awf/Read"],
+    }
 
 
 # --------------------------------------------------------------------------- the CLI, end to end

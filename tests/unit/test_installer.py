@@ -1,4 +1,4 @@
-"""``awf_mcp.ops.installer``: finding pip's Python, installing local plugins into a plugin directory,
+"""``awf_mcp.ops.installer``: installing local plugins into a plugin directory,
 keeping what awf-mcp already has out of it, uninstalling exactly what was added, clear errors.
 
 The plugins are small source projects written per test (a plugin installed in
@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
-from awf_mcp.errors import ExecutionError, SystemFault, UserError
+from awf_mcp.errors import ExecutionError, UserError
 from awf_mcp.ops import installer
+from awf_mcp.ops.manifest import normalize
 from tests.helpers.harness import server_command, server_env
 
 pytestmark = pytest.mark.timeout(120)
@@ -158,72 +159,6 @@ def dist_infos(target: Path) -> list[str]:
     return sorted(p.name for p in target.glob("*.dist-info"))
 
 
-# ---------------------------------------------------------------- find_python
-
-
-def test_find_python_prefers_the_environment_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AWF_MCP_PYTHON", sys.executable)
-    assert installer.find_python() == sys.executable
-
-
-def test_find_python_is_this_interpreter_when_not_frozen(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("AWF_MCP_PYTHON", raising=False)
-    assert installer.find_python() == sys.executable
-
-
-def test_find_python_frozen_searches_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("AWF_MCP_PYTHON", raising=False)
-    monkeypatch.setattr(sys, "frozen", True, raising=False)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "python3").symlink_to(sys.executable)
-    monkeypatch.setenv("PATH", str(bin_dir))
-    assert installer.find_python() == str(bin_dir / "python3")
-
-
-def test_find_python_without_pip_is_a_system_fault(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(sys, "frozen", True, raising=False)
-    monkeypatch.delenv("AWF_MCP_PYTHON", raising=False)
-    monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(SystemFault, match=r"install Python 3 with pip, or set AWF_MCP_PYTHON"):
-        installer.find_python()
-    fake = tmp_path / "nopip"
-    fake.write_text("#!/bin/sh\nexit 1\n")
-    fake.chmod(0o755)
-    monkeypatch.setenv("AWF_MCP_PYTHON", str(fake))
-    with pytest.raises(SystemFault, match=r"AWF_MCP_PYTHON=.*nopip cannot run pip"):
-        installer.find_python()
-
-
-def test_target_spec_describes_the_running_interpreter() -> None:
-    spec = installer.target_spec()
-    assert spec.python_version == f"{sys.version_info[0]}.{sys.version_info[1]}"
-    options = spec.pip_options()
-    assert (
-        "--only-binary=:all:" in options
-        and options[options.index("--python-version") + 1] == spec.python_version
-    )
-    if sys.platform == "linux" and os.uname().machine == "x86_64" and os.confstr("CS_GNU_LIBC_VERSION"):
-        assert {"manylinux_2_17_x86_64", "manylinux2014_x86_64", "linux_x86_64"} <= set(spec.platforms)
-        assert (
-            spec.platforms[-1] == "linux_x86_64"
-            and spec.abi == f"cp{sys.version_info[0]}{sys.version_info[1]}"
-        )
-
-
-def test_bundled_distributions_exclude_plugin_directories(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    from tests.helpers.distributions import provider_plugin
-
-    provider_plugin(tmp_path, "elsewhere", "elsewhere_x")
-    monkeypatch.setenv("AWF_MCP_PLUGIN_PATH", str(tmp_path))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    bundled = installer.bundled_distributions()
-    assert {"awf-mcp", "mcp", "pydantic"} <= set(bundled)
-    assert "awf-plugin-elsewhere" not in bundled
-
-
 # ---------------------------------------------------------------- install, list, uninstall
 
 
@@ -235,7 +170,7 @@ def test_install_a_local_plugin_directory_serves_its_tools_from_the_target(
     assert report.plugins == ["greet"] and report.target == target
     assert report.installed == [("awf-greet-words", "2.0"), ("awf-plugin-greet", "1.0")]
     skipped = {name for name, _ in report.skipped_bundled}
-    assert set(BUNDLED) <= {installer.normalize(name) for name in skipped}
+    assert set(BUNDLED) <= {normalize(name) for name in skipped}
 
     # What awf-mcp already has was not put into the plugin directory.
     assert dist_infos(target) == ["awf_greet_words-2.0.dist-info", "awf_plugin_greet-1.0.dist-info"]
@@ -378,27 +313,6 @@ def test_uninstall_removes_a_plugin_installed_without_the_manifest(tmp_path: Pat
     )  # fmt: skip
     assert installer.uninstall("testkit", target=target) == ["awf-plugin-testkit"]
     assert dist_infos(target) == [] and not (target / "awf_plugin_testkit").exists()
-
-
-def test_pip_error_lines_are_condensed() -> None:
-    conflict = textwrap.dedent(
-        """\
-        ERROR: Cannot install x==1.0 because these package versions have conflicting dependencies.
-
-        The conflict is caused by:
-            x 1.0 depends on awf-mcp>=9
-            The user requested (constraint) awf-mcp==0.1.0
-
-        To fix this you could try to:
-        ERROR: ResolutionImpossible: for help visit https://pip.pypa.io
-        """
-    )
-    assert installer._pip_error(conflict) == (
-        "conflicting requirements: x 1.0 depends on awf-mcp>=9; awf-mcp has awf-mcp==0.1.0"
-    )
-    missing = "ERROR: Could not find a version\nERROR: No matching distribution found for y\n"
-    assert installer._pip_error(missing) == "No matching distribution found for y"
-    assert installer._pip_error("") == "pip printed nothing"
 
 
 # ---------------------------------------------------------------- a mismatched compiled plugin

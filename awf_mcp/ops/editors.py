@@ -1,0 +1,457 @@
+"""Careful edits of the JSON and TOML files that agents read their configuration from.
+
+Contract
+--------
+An :class:`Edit` names one file, its format and a pure function from the old text
+(``None``: no such file) to the new text. :func:`apply_edits` computes every result
+first, so that one unparsable file leaves every file untouched; then it writes each
+file that changed (after copying it to ``<file>.bak``, or a timestamped ``.bak`` when
+that exists) atomically, keeping its permission bits, and reports the rest as already
+up to date. Applying the same edits twice changes nothing the second time.
+
+JSON files keep their key order and are written with a 2-space indent (see
+:func:`json_edit`, :func:`set_entry`, :func:`add_to_list`). TOML files are edited as
+text (:func:`toml_replace_table`): only the lines of one table and its sub-tables are
+replaced or appended, so comments and every other table stay byte for byte, and the
+result is parsed again and compared with what was meant before it is accepted.
+
+Every refusal is a :class:`~awf_mcp.errors.UserError` that names the file and says
+what to do. This module uses the standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from awf_mcp.errors import UserError
+
+JsonObject = dict[str, Any]
+TextEdit = Callable[[str | None, Path], str]
+
+
+# --------------------------------------------------------------------------- applying edits
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One change to one file: ``apply`` turns the old text (None: absent) into the new text."""
+
+    path: Path
+    fmt: str  # "json" or "toml"
+    apply: TextEdit
+
+
+@dataclass
+class WriteReport:
+    """What :func:`apply_edits` did: files changed (with their backups) and files already up to date."""
+
+    changed: list[Path] = field(default_factory=list)
+    backups: list[Path] = field(default_factory=list)
+    unchanged: list[Path] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """One line per file, for people."""
+        lines = [f"updated {p}" for p in self.changed]
+        lines += [f"backed up the previous version to {p}" for p in self.backups]
+        lines += [f"{p} already up to date: nothing changed" for p in self.unchanged]
+        return "\n".join(lines)
+
+
+def apply_edits(edits: Sequence[Edit]) -> WriteReport:
+    """Apply EDITS (several may name one file, in order); nothing is written unless all parse."""
+    by_path: dict[Path, list[Edit]] = {}
+    for edit in edits:
+        by_path.setdefault(edit.path, []).append(edit)
+    results: list[tuple[Path, str | None, str, str]] = []
+    for path, group in by_path.items():
+        old = _read(path)
+        new = old
+        for edit in group:
+            new = edit.apply(new, path)
+        assert new is not None
+        results.append((path, old, new, group[0].fmt))
+    report = WriteReport()
+    for path, old, new, fmt in results:
+        if old is not None and _same(old, new, fmt):
+            report.unchanged.append(path)
+            continue
+        if old is not None:
+            report.backups.append(_backup(path))
+        _atomic_write(path, new)
+        report.changed.append(path)
+    return report
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not UTF-8 text; not touching it: fix or move it and rerun") from None
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _same(old: str, new: str, fmt: str) -> bool:
+    if old == new:
+        return True
+    if fmt == "json":
+        return bool(old.strip()) and bool(json.loads(old) == json.loads(new))
+    return False
+
+
+def _backup(path: Path) -> Path:
+    backup = path.with_name(path.name + ".bak")
+    if backup.exists():
+        backup = path.with_name(f"{path.name}.{time.strftime('%Y%m%d-%H%M%S')}.bak")
+        counter = 1
+        while backup.exists():
+            backup = path.with_name(f"{path.name}.{time.strftime('%Y%m%d-%H%M%S')}-{counter}.bak")
+            counter += 1
+    try:
+        shutil.copy2(path, backup)
+    except OSError as exc:
+        raise UserError(f"cannot back up {path} to {backup}: {exc.strerror or exc}") from None
+    return backup
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        mode = path.stat().st_mode & 0o7777 if path.exists() else None
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+                handle.write(text)
+            if mode is not None:
+                os.chmod(tmp, mode)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def dump_json(data: Any) -> str:
+    """DATA as JSON the way every edited file is written: 2-space indent, UTF-8 kept."""
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def nest(keys: Sequence[str], value: Any) -> Any:
+    """``{"a": {"b": value}}`` for keys ``("a", "b")``."""
+    for key in reversed(keys):
+        value = {key: value}
+    return value
+
+
+JsonUpdate = Callable[[JsonObject, Path], None]
+
+
+def json_edit(*updates: JsonUpdate) -> TextEdit:
+    """An edit that parses the JSON object (absent or blank: empty), applies UPDATES in order, dumps it."""
+
+    def apply(old: str | None, path: Path) -> str:
+        data: JsonObject = {}
+        if old is not None and old.strip():
+            data = _parse_json(old, path)
+        for update in updates:
+            update(data, path)
+        return dump_json(data) + "\n"
+
+    return apply
+
+
+def _parse_json(text: str, path: Path) -> JsonObject:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(
+            f"{path} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
+            "not touching it: fix it, or add the entry by hand from the snippet above"
+        ) from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path} does not hold a JSON object; not touching it: fix or move it and rerun")
+    return data
+
+
+def _container(data: JsonObject, keys: Sequence[str], path: Path) -> JsonObject:
+    node = data
+    for i, key in enumerate(keys):
+        child = node.get(key)
+        if child is None:
+            child = node[key] = {}
+        if not isinstance(child, dict):
+            dotted = ".".join(keys[: i + 1])
+            raise UserError(
+                f"{path}: '{dotted}' is not a JSON object; not touching the file: fix it and rerun"
+            )
+        node = child
+    return node
+
+
+def set_entry(keys: Sequence[str], value: JsonObject, *, owned: Sequence[str] = ()) -> JsonUpdate:
+    """Set the object at KEYS to VALUE, keeping keys the user added to an existing one.
+
+    Keys of VALUE replace the old ones in place (so key order survives); keys in OWNED
+    that VALUE leaves out are removed (the command owns them, e.g. a trust flag).
+    """
+
+    def update(data: JsonObject, path: Path) -> None:
+        parent = _container(data, keys[:-1], path)
+        current = parent.get(keys[-1])
+        if isinstance(current, dict):
+            merged = dict(current)
+            merged.update(value)
+            for key in owned:
+                if key not in value:
+                    merged.pop(key, None)
+            parent[keys[-1]] = merged
+        else:
+            parent[keys[-1]] = value
+
+    return update
+
+
+def add_to_list(keys: Sequence[str], items: Sequence[str]) -> JsonUpdate:
+    """Append each of ITEMS not yet in the list at KEYS (created when missing)."""
+
+    def update(data: JsonObject, path: Path) -> None:
+        parent = _container(data, keys[:-1], path)
+        current = parent.get(keys[-1])
+        if current is None:
+            current = parent[keys[-1]] = []
+        if not isinstance(current, list):
+            dotted = ".".join(keys)
+            raise UserError(f"{path}: '{dotted}' is not a JSON list; not touching the file: fix it and rerun")
+        for item in items:
+            if item not in current:
+                current.append(item)
+
+    return update
+
+
+# --------------------------------------------------------------------------- TOML
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def toml_str(value: str) -> str:
+    """VALUE as a TOML basic string."""
+    # JSON string escapes (\" \\ \n \t \uXXXX) are valid TOML basic-string escapes.
+    return json.dumps(value, ensure_ascii=False)
+
+
+def toml_key(key: str) -> str:
+    """KEY bare when it may be, quoted otherwise."""
+    return key if _BARE_KEY.match(key) else toml_str(key)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return toml_str(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    raise TypeError(f"no TOML form for {type(value).__name__}")
+
+
+def toml_table(keys: Sequence[str], table: Mapping[str, Any]) -> str:
+    """TABLE as a ``[KEYS]`` table; nested mappings become sub-tables, each after a blank line.
+
+    A sub-table with no values of its own gets no header (TOML implies it).
+    """
+    blocks: list[str] = []
+
+    def emit(path: Sequence[str], node: Mapping[str, Any]) -> None:
+        values = [(k, v) for k, v in node.items() if not isinstance(v, Mapping)]
+        if values or not blocks:
+            header = "[" + ".".join(toml_key(k) for k in path) + "]"
+            blocks.append("\n".join([header, *(f"{toml_key(k)} = {_toml_value(v)}" for k, v in values)]))
+        for key, child in node.items():
+            if isinstance(child, Mapping):
+                emit([*path, key], child)
+
+    emit(keys, table)
+    return "\n\n".join(blocks) + "\n"
+
+
+_HEADER = re.compile(r"^\s*(\[\[?)(.*?)(\]\]?)\s*(#.*)?$")
+_KEY_PART = re.compile(r'\s*(?:([A-Za-z0-9_-]+)|"((?:[^"\\]|\\.)*)"|\'([^\']*)\')\s*')
+
+
+def _header_path(line: str) -> tuple[str, ...] | None:
+    """The dotted key path of a ``[table]`` / ``[[array]]`` header line, or None."""
+    match = _HEADER.match(line)
+    if not match or (match.group(1) == "[[") != (match.group(3) == "]]"):
+        return None
+    inner = match.group(2)
+    parts: list[str] = []
+    pos = 0
+    while True:
+        part = _KEY_PART.match(inner, pos)
+        if not part or part.end() == pos:
+            return None
+        bare, basic, literal = part.groups()
+        if basic is not None:
+            try:
+                parts.append(json.loads(f'"{basic}"'))
+            except json.JSONDecodeError:
+                return None
+        else:
+            parts.append(bare if bare is not None else literal)
+        pos = part.end()
+        if pos == len(inner):
+            return tuple(parts)
+        if inner[pos] != ".":
+            return None
+        pos += 1
+
+
+def _parse_toml(text: str, path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(
+            f"{path} is not valid TOML ({exc}); not touching it: fix it, "
+            "or add the table by hand from the snippet above"
+        ) from None
+
+
+def _lookup(data: Mapping[str, Any], keys: Sequence[str]) -> Any:
+    node: Any = data
+    for key in keys:
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def _with(data: Mapping[str, Any], keys: Sequence[str], value: Any) -> dict[str, Any]:
+    """A copy of DATA with the value at KEYS replaced (copying each mapping on the way)."""
+    copy = dict(data)
+    child = copy.get(keys[0])
+    copy[keys[0]] = _with(child if isinstance(child, Mapping) else {}, keys[1:], value) if keys[1:] else value
+    return copy
+
+
+def toml_replace_table(keys: Sequence[str], table: str) -> TextEdit:
+    """An edit that replaces the ``[KEYS]`` table (and its sub-tables) by TABLE text, or appends it.
+
+    Only those lines change; comments and every other table stay byte for byte. A file
+    that defines KEYS some other way (inline or dotted keys), or whose table is split in
+    a way this editor does not follow, is refused untouched.
+    """
+    owned_prefix = tuple(keys)
+    dotted = ".".join(keys)
+
+    def apply(old: str | None, where: Path) -> str:
+        text = old or ""
+        before = _parse_toml(text, where)
+        lines = text.splitlines(keepends=True)
+        # Mark every line that belongs to an owned table (header up to the next header).
+        owned = [False] * len(lines)
+        in_owned = False
+        first_owned: int | None = None
+        multiline: str | None = None
+        for i, line in enumerate(lines):
+            if multiline is None:
+                header = _header_path(line)
+                if header is not None:
+                    in_owned = header[: len(owned_prefix)] == owned_prefix
+                    if in_owned and first_owned is None:
+                        first_owned = i
+            owned[i] = in_owned
+            multiline = _track_multiline(line, multiline)
+        if first_owned is None and _lookup(before, keys) is not None:
+            raise UserError(
+                f"{where} defines {dotted} without a [{dotted}] table "
+                "(inline or dotted keys); not touching it: rewrite it as a table or remove it, and rerun"
+            )
+        new = _append(text, table) if first_owned is None else _replace(lines, owned, table)
+        after = _parse_toml(new, where)
+        if after != _with(before, keys, _lookup(tomllib.loads(table), keys)):
+            raise UserError(
+                f"cannot edit {where} safely (its [{dotted}] table is split or nested "
+                "in a way this editor does not handle); not touching it: add the table by hand"
+            )
+        return new
+
+    return apply
+
+
+def _append(text: str, table: str) -> str:
+    prefix = text
+    if prefix and not prefix.endswith("\n"):
+        prefix += "\n"
+    if prefix.strip():
+        prefix = prefix.rstrip("\n") + "\n\n"
+    return prefix + table
+
+
+def _replace(lines: list[str], owned: list[bool], table: str) -> str:
+    kept: list[str] = []
+    inserted = False
+    i = 0
+    while i < len(lines):
+        if not owned[i]:
+            kept.append(lines[i])
+            i += 1
+            continue
+        j = i
+        while j < len(lines) and owned[j]:
+            j += 1
+        block = lines[i:j]
+        # Keep the blank lines and comments that trail the block (they lead the next table).
+        tail: list[str] = []
+        while block and (not block[-1].strip() or block[-1].lstrip().startswith("#")):
+            tail.insert(0, block.pop())
+        if j == len(lines):
+            tail = [t for t in tail if t.strip()]
+        if not inserted:
+            kept.append(table)
+            inserted = True
+            if j < len(lines) and not tail:
+                tail = ["\n"]
+        kept.extend(tail)
+        i = j
+    return "".join(kept)
+
+
+def _track_multiline(line: str, state: str | None) -> str | None:
+    """Whether a multi-line string (``\"\"\"`` or ``'''``) is still open after LINE."""
+    pos = 0
+    while True:
+        if state is not None:
+            end = line.find(state, pos)
+            if end < 0:
+                return state
+            pos = end + 3
+            state = None
+        starts = [(line.find(q, pos), q) for q in ('"""', "'''")]
+        starts = [(i, q) for i, q in starts if i >= 0]
+        if not starts:
+            return None
+        hash_at = line.find("#", pos)
+        i, quote = min(starts)
+        if 0 <= hash_at < i:
+            return None
+        state = quote
+        pos = i + 3
