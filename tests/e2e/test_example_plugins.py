@@ -8,16 +8,18 @@ failure, not a skip.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import stat
 import subprocess
+import time
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers.harness import mcp_session, server_command, server_env
+from tests.helpers.harness import RawServer, mcp_session, server_command, server_env
 
 pytestmark = pytest.mark.e2e
 
@@ -150,6 +152,59 @@ async def test_sqlite_without_database_setting_says_what_to_add(root: Path) -> N
         "plugin 'sqlite' needs setting 'database': add `database = ...` under [plugins.sqlite] "
         "in awf-mcp.toml or set AWF_MCP_PLUGIN_SQLITE_DATABASE"
     )
+
+
+@pytest.mark.anyio
+async def test_sqlite_bounds_bytes_and_refuses_fts3_tokenizer(root: Path, database: Path) -> None:
+    env = only("sqlite", AWF_MCP_PLUGIN_SQLITE_DATABASE=str(database))
+    async with mcp_session("--no-builtins", cwd=root, env=env) as session:
+        huge = await session.call_tool(
+            "sqlite_query", {"sql": "SELECT hex(zeroblob(25000000)) FROM (VALUES(1),(2),(3),(4))"}
+        )
+        many = await session.call_tool(
+            "sqlite_query",
+            {
+                "sql": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 500) "
+                "SELECT x, hex(zeroblob(20000)) FROM c"
+            },
+        )
+        pointer = await session.call_tool("sqlite_query", {"sql": "SELECT fts3_tokenizer('simple')"})
+        still = await session.call_tool("sqlite_query", {"sql": "SELECT count(*) FROM users"})
+    assert huge.is_error and "2,097,152 bytes" in text_of(huge)
+    assert not many.is_error and many.structured_content is not None
+    assert many.structured_content["truncated"] is True and many.structured_content["row_count"] < 30
+    assert len(text_of(many)) <= 1024 * 1024
+    assert pointer.is_error and "fts3_tokenizer" in text_of(pointer)
+    assert still.structured_content is not None and still.structured_content["rows"] == [[3]]
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_sqlite_endless_recursion_stops_with_its_call(root: Path, database: Path) -> None:
+    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+    env = only("sqlite", AWF_MCP_PLUGIN_SQLITE_DATABASE=str(database))
+    with RawServer("--no-builtins", "--call-timeout", "1", env=env, cwd=root) as server:
+        server.initialize()
+        for _ in range(3):
+            reply = server.request(
+                "tools/call", {"name": "sqlite_query", "arguments": {"sql": endless}}, timeout=30
+            )
+            assert reply["result"]["isError"] and "timed out" in reply["result"]["content"][0]["text"]
+        time.sleep(0.5)
+        before = cpu_seconds(server.pid)
+        time.sleep(2)
+        burnt = cpu_seconds(server.pid) - before
+        assert burnt < 0.5, f"the server used {burnt:.1f} s of CPU in 2 s after its calls timed out"
+    slow = {**env, "AWF_MCP_PLUGIN_SQLITE_TIMEOUT_SECONDS": "0.5"}
+    with RawServer("--no-builtins", env=slow, cwd=root) as server:
+        server.initialize()
+        reply = server.request(
+            "tools/call", {"name": "sqlite_query", "arguments": {"sql": endless}}, timeout=30
+        )
+        assert "longer than 0.5 s" in reply["result"]["content"][0]["text"]
 
 
 # --- scripts ------------------------------------------------------------------------------------

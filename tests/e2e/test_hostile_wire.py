@@ -99,7 +99,9 @@ def test_raw_frames_with_surrogates_are_valid_utf8(server: RawServer) -> None:
 
 
 @pytest.mark.parametrize("where", ["text", "structured", "items"])
-def test_a_50_mib_result_becomes_an_error_and_no_frame_exceeds_the_limit(server: RawServer, where: str) -> None:
+def test_a_50_mib_result_becomes_an_error_and_no_frame_exceeds_the_limit(
+    server: RawServer, where: str
+) -> None:
     size = 50 * 1024 * 1024
     server.request("tools/list")
     baseline = server.rss_kib()
@@ -127,7 +129,9 @@ def test_a_result_just_under_the_limit_is_sent_whole(server: RawServer) -> None:
 
 @pytest.mark.parametrize("depth", [210, 5000])
 def test_deeply_nested_json_gets_a_parse_error_saying_so(server: RawServer, depth: int) -> None:
-    server.send(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":' + b"[" * depth + b"]" * depth + b"}}")
+    server.send(
+        b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":' + b"[" * depth + b"]" * depth + b"}}"
+    )
     error = server.receive()["error"]
     assert error["code"] == -32700 and "nested too deeply" in error["message"]
     assert server.request("ping")["result"] == {}
