@@ -12,6 +12,7 @@ import os
 import sqlite3
 import stat
 import subprocess
+import sys
 import time
 from importlib import metadata
 from pathlib import Path
@@ -210,6 +211,14 @@ def test_sqlite_endless_recursion_stops_with_its_call(root: Path, database: Path
 # --- scripts ------------------------------------------------------------------------------------
 
 
+@pytest.fixture(autouse=True)
+def private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The scripts plugin's approvals go to a state directory outside the root, never the user's."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    return state
+
+
 def add_script(root: Path, name: str, body: str) -> None:
     directory = root / ".awf-tools"
     directory.mkdir(exist_ok=True)
@@ -246,3 +255,32 @@ async def test_scripts_dir_setting_is_resolved_against_the_root(root: Path) -> N
     async with mcp_session("--no-builtins", cwd=root, env=env) as session:
         names = [t.name for t in (await session.list_tools()).tools]
     assert names == ["scripts_hi"]
+
+
+@pytest.mark.anyio
+async def test_a_script_the_agent_overwrites_does_not_run_without_the_users_approval(
+    root: Path, private_state: Path
+) -> None:
+    add_script(root, "hello.sh", "#!/bin/sh\necho hello\n")
+    env = only("scripts", XDG_STATE_HOME=str(private_state))
+    async with mcp_session("--exclude", "Bash", cwd=root, env=env) as session:
+        names = {t.name for t in (await session.list_tools()).tools}
+        assert "Bash" not in names and "Write" in names
+        assert text_of(await session.call_tool("scripts_hello", {})) == "hello\nexit code 0"
+        written = await session.call_tool(
+            "Write", {"path": ".awf-tools/hello.sh", "content": "#!/bin/sh\necho pwned > pwned.txt\n"}
+        )
+        assert not written.is_error, text_of(written)
+        refused = await session.call_tool("scripts_hello", {})
+    assert refused.is_error and "changed since it was approved" in text_of(refused)
+    assert "python -m awf_plugin_scripts approve" in text_of(refused)
+    assert not (root / "pwned.txt").exists()
+    async with mcp_session("--exclude", "Bash", cwd=root, env=env) as session:  # a restart approves nothing
+        again = await session.call_tool("scripts_hello", {})
+    assert again.is_error and not (root / "pwned.txt").exists()
+    approve = [sys.executable, "-m", "awf_plugin_scripts", "approve", str(root / ".awf-tools")]
+    done = subprocess.run(approve, capture_output=True, text=True, env=server_env(env), timeout=60)
+    assert done.returncode == 0, done.stderr
+    async with mcp_session("--exclude", "Bash", cwd=root, env=env) as session:
+        approved = await session.call_tool("scripts_hello", {})
+    assert not approved.is_error and (root / "pwned.txt").exists()
