@@ -246,7 +246,10 @@ def json_problem(exc: Exception) -> str | None:
         where = reason.partition(" at ")[2]
         at = f" (at {where})" if where else ""
         if "recursion limit" in reason:
-            return f"the JSON is nested too deeply{at}; at most about 200 levels of arrays and objects are accepted"
+            return (
+                f"the JSON is nested too deeply{at}; "
+                "at most about 200 levels of arrays and objects are accepted"
+            )
         if "number out of range" in reason:
             return f"a number is too long or too large to parse{at}; send very long numbers as strings"
         return f"the line is not valid JSON: {reason}" if reason else "the line is not valid JSON"
@@ -286,7 +289,7 @@ def encode_reply(reply: Any) -> bytes | None:
     """
     problem = ""
     try:
-        data = reply.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+        data: bytes = reply.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
         if len(data) <= MAX_MESSAGE_BYTES:
             return data
         problem = too_large_message("the reply", len(data) - 1)

@@ -39,8 +39,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from awf_mcp.wire.framing import Frame, FrameReader, Oversized
 from awf_mcp.ports import ToolContent, ToolResult
+from awf_mcp.wire.framing import Frame, FrameReader, Oversized
 from awf_mcp.wire.server import encode_reply, frame_error, json_problem, result_to_mcp
 from tests.helpers.harness import RawServer, report
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -23,10 +24,8 @@ def pipe() -> Iterator[tuple[int, int]]:
     read_fd, write_fd = os.pipe()
     yield read_fd, write_fd
     for fd in (read_fd, write_fd):
-        try:
+        with contextlib.suppress(OSError):
             os.close(fd)
-        except OSError:
-            pass
 
 
 def feed(write_fd: int, *pieces: bytes, pause: float = 0.0, close: bool = True) -> threading.Thread:
@@ -52,7 +51,9 @@ async def collect(read_fd: int, max_bytes: int = framing.MAX_MESSAGE_BYTES) -> l
         return [item async for item in FrameReader(read_fd, max_bytes).frames()]
 
 
-async def test_lines_become_frames_without_newlines_and_blank_lines_are_skipped(pipe: tuple[int, int]) -> None:
+async def test_lines_become_frames_without_newlines_and_blank_lines_are_skipped(
+    pipe: tuple[int, int],
+) -> None:
     read_fd, write_fd = pipe
     feed(write_fd, b'{"a": 1}\n\n   \n{not json at all\n  padded  \r\n')
     assert await collect(read_fd) == [Frame(b'{"a": 1}'), Frame(b"{not json at all"), Frame(b"padded")]

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 from mcp.client import Client
 from mcp.shared.exceptions import MCPError
@@ -16,8 +17,6 @@ from mcp.shared.exceptions import MCPError
 from awf_mcp.core.calls import ToolInvoker
 from awf_mcp.core.registry import RegisteredTool, Registry
 from awf_mcp.ports import ToolDefinition, ToolResult
-import mcp_types as types
-
 from awf_mcp.wire import server as server_module
 from awf_mcp.wire.framing import MAX_MESSAGE_BYTES, StdioWire
 from awf_mcp.wire.server import (

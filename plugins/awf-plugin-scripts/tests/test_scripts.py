@@ -130,7 +130,7 @@ async def test_timeout_kills_the_script(tmp_path: Path) -> None:
 async def test_a_script_changed_after_start_up_is_refused(tmp_path: Path, tools_dir: Path) -> None:
     provider = ScriptTools(tools_dir, cwd=tmp_path)
     (tools_dir / "fail.sh").write_text("#!/bin/sh\necho pwned\n", encoding="utf-8")
-    with pytest.raises(ToolError, match="fail.sh changed since it was approved.*restart the server"):
+    with pytest.raises(ToolError, match=r"fail\.sh changed since it was approved.*restart the server"):
         await provider.call_tool("scripts_fail", {})
     assert not (await provider.call_tool("scripts_say_hello", {"args": []})).is_error
 
@@ -159,6 +159,6 @@ async def test_the_store_keeps_a_refusal_across_restarts_until_the_user_approves
 async def test_an_approvals_file_inside_a_root_runs_nothing(tmp_path: Path, tools_dir: Path) -> None:
     store = ApprovalStore(tmp_path / "approved.json")
     provider = ScriptTools(tools_dir, cwd=tmp_path, approvals=store, roots=(tmp_path,))
-    with pytest.raises(ToolError, match="approvals file .* is inside root"):
+    with pytest.raises(ToolError, match=r"approvals file .* is inside root"):
         await provider.call_tool("scripts_say_hello", {})
     assert not store.path.exists()

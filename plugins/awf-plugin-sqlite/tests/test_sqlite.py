@@ -13,8 +13,8 @@ import pytest
 from awf_plugin_sqlite import SqliteTools, awf_mcp_register_tools, first_keyword
 
 from awf_mcp import PluginContext, ToolError
-from awf_mcp.ports import CallContext, bind_call_context, unbind_call_context
 from awf_mcp.authoring import FunctionToolProvider
+from awf_mcp.ports import CallContext, bind_call_context, unbind_call_context
 
 
 @pytest.fixture
@@ -156,7 +156,7 @@ def test_first_keyword_skips_comments_and_parentheses() -> None:
     ],
 )
 async def test_fts3_tokenizer_is_refused(database: Path, sql: str) -> None:
-    with pytest.raises(ToolError, match="refused the statement.*fts3_tokenizer"):
+    with pytest.raises(ToolError, match=r"refused the statement.*fts3_tokenizer"):
         await provider({"database": str(database)}).call_tool("sqlite_query", {"sql": sql})
 
 
