@@ -227,10 +227,18 @@ def add_script(root: Path, name: str, body: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
 
 
+def approve_scripts(directory: Path) -> None:
+    """What the user does after reviewing the scripts: ``python -m awf_plugin_scripts approve DIR``."""
+    command = [sys.executable, "-m", "awf_plugin_scripts", "approve", str(directory)]
+    done = subprocess.run(command, capture_output=True, text=True, env=server_env(), timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
 @pytest.mark.anyio
 async def test_scripts_become_tools_and_run_with_their_arguments(root: Path) -> None:
     add_script(root, "Count-Args.sh", '#!/bin/sh\n# description: Count the arguments.\necho "$# args: $*"\n')
     add_script(root, "fail.sh", "#!/bin/sh\necho bad >&2\nexit 4\n")
+    approve_scripts(root / ".awf-tools")
     async with mcp_session("--no-builtins", cwd=root, env=only("scripts")) as session:
         tools = {t.name: t for t in (await session.list_tools()).tools}
         ok = await session.call_tool("scripts_count_args", {"args": ["a b", "*"]})
@@ -264,6 +272,10 @@ async def test_a_script_the_agent_overwrites_does_not_run_without_the_users_appr
     add_script(root, "hello.sh", "#!/bin/sh\necho hello\n")
     env = only("scripts", XDG_STATE_HOME=str(private_state))
     async with mcp_session("--exclude", "Bash", cwd=root, env=env) as session:
+        unapproved = await session.call_tool("scripts_hello", {})
+    assert unapproved.is_error and "never approved" in text_of(unapproved)
+    approve_scripts(root / ".awf-tools")
+    async with mcp_session("--exclude", "Bash", cwd=root, env=env) as session:
         names = {t.name for t in (await session.list_tools()).tools}
         assert "Bash" not in names and "Write" in names
         assert text_of(await session.call_tool("scripts_hello", {})) == "hello\nexit code 0"
@@ -272,15 +284,18 @@ async def test_a_script_the_agent_overwrites_does_not_run_without_the_users_appr
         )
         assert not written.is_error, text_of(written)
         refused = await session.call_tool("scripts_hello", {})
-    assert refused.is_error and "changed since it was approved" in text_of(refused)
-    assert "python -m awf_plugin_scripts approve" in text_of(refused)
+        assert refused.is_error and "changed since it was approved" in text_of(refused)
+        assert "python -m awf_plugin_scripts approve" in text_of(refused)
+        redirected = await session.call_tool(
+            "Write", {"path": "awf-mcp.toml", "content": '[plugins.scripts]\napprovals = "/tmp/none.json"\n'}
+        )
+        assert not redirected.is_error
     assert not (root / "pwned.txt").exists()
     async with mcp_session("--exclude", "Bash", cwd=root, env=env) as session:  # a restart approves nothing
         again = await session.call_tool("scripts_hello", {})
     assert again.is_error and not (root / "pwned.txt").exists()
-    approve = [sys.executable, "-m", "awf_plugin_scripts", "approve", str(root / ".awf-tools")]
-    done = subprocess.run(approve, capture_output=True, text=True, env=server_env(env), timeout=60)
-    assert done.returncode == 0, done.stderr
+    (root / "awf-mcp.toml").unlink()
+    approve_scripts(root / ".awf-tools")
     async with mcp_session("--exclude", "Bash", cwd=root, env=env) as session:
         approved = await session.call_tool("scripts_hello", {})
     assert not approved.is_error and (root / "pwned.txt").exists()

@@ -18,20 +18,22 @@ are skipped with a warning on stderr. A missing directory means no tools.
 Consent (threat model: the agent can write files in the roots)
 -------------------------------------------------------------
 The agent's Write and Edit can change an existing script (keeping its exec
-bit), so a script runs only with the content the user approved. Approvals are
-SHA-256 digests kept in a JSON file outside the roots (``approvals`` setting,
-default ``$XDG_STATE_HOME/awf-mcp/scripts-approved.json``, i.e.
-``~/.local/state/...``). A script seen for the first time is approved at
-start-up (it was put there by the user: without Bash the agent cannot create an
-executable file). Before every run the script's current content is hashed and
-compared with the approval, re-read from the file; a script whose content
-differs is refused with a sentence saying how to re-approve it after a review:
-``python -m awf_plugin_scripts approve DIR`` (:mod:`awf_plugin_scripts.__main__`).
-An approvals file inside a root (where the agent could write it) is refused:
-no script runs until ``approvals`` names a file outside the roots. Without a
-store (``ScriptTools(..., approvals=None)``, for tests and embedding) the
-digests taken at construction are the approval. The check and the ``exec``
-are by name, so a change made in the instant between them is not caught.
+bit), and it can write ``awf-mcp.toml``, so a script runs only with content the
+user approved explicitly. Approvals are SHA-256 digests kept in a JSON file
+outside the roots (``approvals`` setting, default
+``$XDG_STATE_HOME/awf-mcp/scripts-approved.json``, i.e. ``~/.local/state/...``),
+recorded by the user with ``python -m awf_plugin_scripts approve DIR``
+(:mod:`awf_plugin_scripts.__main__`). Before every run the script's current
+content is hashed and compared with its approval, re-read from the file, so an
+approval takes effect without a restart; a script never approved, or whose
+content differs, is refused with a sentence saying how to approve it after a
+review. Nothing is approved automatically: pointing ``approvals`` at a new file
+approves nothing. An approvals file inside a root (where the agent could write
+it) is refused: no script runs until ``approvals`` names a file outside the
+roots. Without a store (``ScriptTools(..., approvals=None)``, for tests and
+embedding) the digests taken at construction are the approval. The check and
+the ``exec`` are by name, so a change made in the instant between them is not
+caught.
 
 Calls
 -----
@@ -267,12 +269,15 @@ class ScriptTools:
             log.warning("scripts: %s", self.store_problem)
             return
         known = approvals.load()
-        first_seen = {path: value for path, value in found.items() if value and path not in known}
-        if first_seen:
-            approvals.approve(first_seen)
         for path, value in found.items():
-            if path in known and known[path] != value:
-                log.warning("scripts: %s changed since it was approved; it will not run until approved", path)
+            if known.get(path) != value:
+                log.warning(
+                    "scripts: %s is not approved in its current content; it will not run until "
+                    "the user approves it (%s %s)",
+                    path,
+                    APPROVE_COMMAND,
+                    directory,
+                )
 
     def approved_digest(self, path: Path) -> str | None:
         """The digest the user approved for ``path`` (``None``: not approved)."""

@@ -136,11 +136,15 @@ async def test_a_script_changed_after_start_up_is_refused(tmp_path: Path, tools_
 
 
 @pytest.mark.anyio
-async def test_the_store_keeps_a_refusal_across_restarts_until_the_user_approves(
+async def test_with_a_store_only_what_the_user_approved_runs_across_restarts(
     tmp_path: Path, tools_dir: Path, private_state: Path
 ) -> None:
     store = ApprovalStore(private_state / "approved.json")
+    approve = ["approve", str(tools_dir), "--approvals", str(store.path)]
     first = ScriptTools(tools_dir, cwd=tmp_path, approvals=store, roots=(tmp_path,))
+    with pytest.raises(ToolError, match=r"was never approved.*python -m awf_plugin_scripts approve"):
+        await first.call_tool("scripts_say_hello", {})
+    assert scripts_main(approve) == 0
     assert not (await first.call_tool("scripts_say_hello", {"args": ["a"]})).is_error
     script = tools_dir / "Say-Hello.sh"
     script.write_text("#!/bin/sh\necho pwned\n", encoding="utf-8")
@@ -149,7 +153,7 @@ async def test_the_store_keeps_a_refusal_across_restarts_until_the_user_approves
         ToolError, match=r"changed since it was approved.*python -m awf_plugin_scripts approve"
     ):
         await restarted.call_tool("scripts_say_hello", {})
-    assert scripts_main(["approve", str(tools_dir), "--approvals", str(store.path)]) == 0
+    assert scripts_main(approve) == 0
     result = await restarted.call_tool("scripts_say_hello", {})
     assert result.content[0].text == "pwned\nexit code 0"
     assert oct(store.path.stat().st_mode & 0o777) == "0o600"
