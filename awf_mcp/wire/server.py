@@ -39,10 +39,29 @@ Mapping
 
 Framing and limits (threat model: the peer may send anything)
 --------------------------------------------------------------
-A line that is not JSON gets ``-32700 Parse error``; JSON that is not a
-JSON-RPC message gets ``-32600 Invalid Request`` (with the request's id when it
-has one); a line over 10 MiB gets ``-32600`` saying so, and is never buffered
-whole. The server keeps serving after each of these.
+A line that is not JSON gets ``-32700 Parse error`` naming the problem (JSON
+nested more than about 200 levels deep, a number too long to parse, or the
+parser's own reason, with its position); JSON that is not a JSON-RPC message
+gets ``-32600 Invalid Request`` (with the request's id when it has one); a
+line over 10 MiB gets ``-32600`` saying so, and is never buffered whole. The
+server keeps serving after each of these.
+
+Output (threat model: a tool or plugin may return anything)
+-----------------------------------------------------------
+* Every string mapped to the wire (text, structured content keys and values,
+  error messages, progress messages, tool names, descriptions and schemas) has
+  its lone surrogates (undecodable bytes of a file name, ``"\\udce9"``)
+  replaced by a visible escape (``\\xe9`` for an undecodable byte,
+  ``\\ud800`` otherwise), so no such string can fail the encoding.
+* A tool result whose encoding would exceed :data:`RESULT_BYTE_LIMIT` becomes an
+  ``isError`` result saying how big it was and what the limit is. Its size is
+  measured before anything is encoded, string by string, stopping at the limit,
+  so the memory used to measure is bounded whatever the result.
+* The output pump encodes each reply on its own: a reply that still cannot be
+  encoded, or whose frame exceeds :data:`~awf_mcp.wire.framing.MAX_MESSAGE_BYTES`,
+  is answered with a JSON-RPC error ``-32603`` for that request id (a
+  notification is dropped and logged), and the server keeps serving. No frame
+  over the limit ever leaves the server.
 """
 
 from __future__ import annotations
@@ -68,9 +87,6 @@ from awf_mcp.wire.framing import MAX_MESSAGE_BYTES, Frame, FrameReader, FrameWri
 
 log = logging.getLogger("awf_mcp.wire.server")
 
-MAX_RESULT_BYTES = MAX_MESSAGE_BYTES - 64 * 1024
-"""The largest result sent: a frame's limit less room for the JSON-RPC envelope and escaping."""
-
 EOF_GRACE_SECONDS = 0.7
 """After stdin EOF, how long requests already received may take to answer before they are cancelled."""
 
@@ -78,77 +94,119 @@ SERVER_NAME = "awf-mcp-server"
 """The ``serverInfo.name`` of the Go server, kept for parity."""
 
 
+RESULT_BYTE_LIMIT = MAX_MESSAGE_BYTES - 64 * 1024
+"""The largest encoded tool result sent; the rest of the frame limit is kept for the envelope."""
+
+
+def wire_value(value: Any) -> Any:
+    """A JSON-like value with :func:`~awf_mcp.ports.visible_text` applied to every string, keys included."""
+    if isinstance(value, str):
+        return visible_text(value)
+    if isinstance(value, dict):
+        return {visible_text(k) if isinstance(k, str) else k: wire_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [wire_value(item) for item in value]
+    return value
+
+
+class ResultTooLarge(Exception):
+    """A value's encoding exceeds the byte limit; ``size`` is how much was counted before stopping."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.size = size
+
+
+def _add_json_size(value: Any, total: int, limit: int) -> int:
+    """``total`` plus the JSON size of ``value``; raises :class:`ResultTooLarge` once over ``limit``."""
+    if isinstance(value, str):
+        if total + len(value) > limit:  # every character takes at least one byte
+            raise ResultTooLarge(total + len(value))
+        total += len(json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    elif isinstance(value, dict):
+        total += 2
+        for key, item in value.items():
+            total = _add_json_size(item, _add_json_size(str(key), total + 2, limit), limit)
+    elif isinstance(value, list | tuple):
+        total += 2
+        for item in value:
+            total = _add_json_size(item, total + 1, limit)
+    else:
+        total += len(json.dumps(value, default=str))
+    if total > limit:
+        raise ResultTooLarge(total)
+    return total
+
+
+def result_size(result: ToolResult, limit: int = RESULT_BYTE_LIMIT) -> int:
+    """About how many bytes ``result`` takes as JSON; raises :class:`ResultTooLarge` past ``limit``.
+
+    Strings are measured one at a time and a string longer than the room left
+    is never encoded, so measuring needs memory for one string of at most
+    ``limit`` characters, whatever the result holds.
+    """
+    total = 64
+    for item in result.content:
+        total = _add_json_size(item.text or item.data, total + 48, limit)
+        total = _add_json_size(item.mime_type, total, limit)
+    if result.structured_content is not None:
+        total = _add_json_size(result.structured_content, total + 24, limit)
+    return total
+
+
 def tool_to_mcp(definition: ToolDefinition) -> types.Tool:
     """The MCP ``Tool`` for a domain definition."""
-    schema = dict(definition.input_schema) or {"type": "object"}
+    schema = wire_value(dict(definition.input_schema)) or {"type": "object"}
     schema.setdefault("type", "object")
     annotations = None
     if definition.annotations is not None:
         a = definition.annotations
         annotations = types.ToolAnnotations(
-            title=a.title,
+            title=None if a.title is None else visible_text(a.title),
             read_only_hint=a.read_only,
             destructive_hint=a.destructive,
             idempotent_hint=a.idempotent,
             open_world_hint=a.open_world,
         )
     return types.Tool(
-        name=definition.name,
+        name=visible_text(definition.name),
         description=visible_text(definition.description),
         input_schema=schema,
-        output_schema=dict(definition.output_schema) if definition.output_schema else None,
+        output_schema=wire_value(dict(definition.output_schema)) if definition.output_schema else None,
         annotations=annotations,
     )
 
 
 def content_to_mcp(item: ToolContent) -> types.TextContent | types.ImageContent:
-    """The MCP content block for a domain content item (text made encodable: see :func:`visible_text`)."""
+    """The MCP content block for a domain content item."""
     if item.type == "image":
         return types.ImageContent(data=visible_text(item.data), mime_type=visible_text(item.mime_type))
     return types.TextContent(text=visible_text(item.text))
 
 
-def _encodable(value: Any) -> Any:
-    """``value`` (JSON data) with every string made encodable as UTF-8."""
-    if isinstance(value, str):
-        return visible_text(value)
-    if isinstance(value, dict):
-        return {_encodable(key): _encodable(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_encodable(item) for item in value]
-    return value
+def result_to_mcp(result: ToolResult, tool_name: str = "the tool") -> types.CallToolResult:
+    """The MCP ``CallToolResult`` for a domain result, within :data:`RESULT_BYTE_LIMIT`.
 
-
-def result_size(result: ToolResult) -> int:
-    """About how many bytes ``result`` takes on the wire (its text, image data and structured content)."""
-    total = sum(len(item.text) * 3 if not item.text.isascii() else len(item.text) for item in result.content)
-    total += sum(len(item.data) + len(item.mime_type) for item in result.content)
-    if result.structured_content is not None:
-        total += len(json.dumps(result.structured_content, default=str))
-    return total
-
-
-def result_to_mcp(result: ToolResult) -> types.CallToolResult:
-    """The MCP ``CallToolResult`` for a domain result; one too large for a frame becomes an error.
-
-    Whatever a provider returns, the answer fits :data:`MAX_MESSAGE_BYTES` and encodes as UTF-8.
+    A result over the limit becomes an ``isError`` result that says so.
     """
-    size = result_size(result)
-    if size > MAX_RESULT_BYTES:
-        result = ToolResult.error(
-            f"the tool's result takes about {size:,} bytes, over the {MAX_RESULT_BYTES:,}-byte limit "
-            "of one message; ask for less"
-        )
-    structured = result.structured_content
-    if structured is not None:
-        try:
-            json.dumps(structured, ensure_ascii=False).encode("utf-8")
-        except (UnicodeEncodeError, TypeError, ValueError):
-            structured = _encodable(structured)
+    try:
+        result_size(result)
+    except ResultTooLarge as exc:
+        result = ToolResult.error(too_large_message(f"the result of {tool_name}", exc.size))
+    except (RecursionError, TypeError, ValueError) as exc:
+        result = ToolResult.error(f"the result of {tool_name} cannot be encoded as JSON: {exc}")
     return types.CallToolResult(
         content=[content_to_mcp(item) for item in result.content],
         is_error=result.is_error,
-        structured_content=structured,
+        structured_content=wire_value(result.structured_content),
+    )
+
+
+def too_large_message(what: str, size: int) -> str:
+    """The sentence for a reply over the frame limit (``size`` may be a lower bound)."""
+    return (
+        f"{visible_text(what)} is at least {size:,} bytes encoded, over the {MAX_MESSAGE_BYTES:,}-byte "
+        "message limit, so it was not sent; ask for less (a narrower path, pattern, range or LIMIT)"
     )
 
 
@@ -159,12 +217,43 @@ def _error_frame(request_id: Any, code: int, message: str) -> bytes:
     return error.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
 
 
-def frame_error(data: bytes) -> bytes:
-    """The JSON-RPC error answering an input line the SDK could not accept."""
+def json_problem(exc: Exception) -> str | None:
+    """What made the SDK's JSON parser reject a line, in words, or ``None`` when it parsed."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return None
+    for error in errors():
+        if error.get("type") != "json_invalid":
+            continue
+        reason = str((error.get("ctx") or {}).get("error") or error.get("msg") or "")
+        where = reason.partition(" at ")[2]
+        at = f" (at {where})" if where else ""
+        if "recursion limit" in reason:
+            return (
+                f"the JSON is nested too deeply{at}; "
+                "at most about 200 levels of arrays and objects are accepted"
+            )
+        if "number out of range" in reason:
+            return f"a number is too long or too large to parse{at}; send very long numbers as strings"
+        return f"the line is not valid JSON: {reason}" if reason else "the line is not valid JSON"
+    return None
+
+
+def frame_error(data: bytes, problem: str | None = None) -> bytes:
+    """The JSON-RPC error answering an input line the SDK could not accept.
+
+    ``problem`` is :func:`json_problem` of the SDK's error: when the SDK's parser
+    rejected the line, the answer is ``-32700`` with that reason.
+    """
+    if problem is not None:
+        return _error_frame(None, types.PARSE_ERROR, f"Parse error: {problem}")
     try:
         parsed = json.loads(data)
-    except (ValueError, RecursionError):
-        return _error_frame(None, types.PARSE_ERROR, "Parse error: the line is not valid JSON")
+    except RecursionError:
+        return _error_frame(None, types.PARSE_ERROR, "Parse error: the JSON is nested too deeply")
+    except ValueError as exc:
+        reason = "a number is too long to parse" if "digits" in str(exc) else "the line is not valid JSON"
+        return _error_frame(None, types.PARSE_ERROR, f"Parse error: {reason}")
     request_id = parsed.get("id") if isinstance(parsed, dict) else None
     if isinstance(request_id, bool) or not isinstance(request_id, str | int):
         request_id = None
@@ -175,27 +264,32 @@ def frame_error(data: bytes) -> bytes:
     )
 
 
-def encode_reply(reply: types.JSONRPCMessage) -> bytes:
-    """One outgoing frame; a message that cannot be encoded, or is over the limit, becomes an error.
+def encode_reply(reply: Any) -> bytes | None:
+    """One outgoing message as a frame, never over the limit; see the module docstring.
 
-    The output pump must never die: a reply that fails to serialize or would exceed
-    :data:`MAX_MESSAGE_BYTES` is answered with a JSON-RPC error for its id (a notification is
-    dropped and logged), and the server serves on.
+    A response that cannot be encoded or is too large becomes a ``-32603`` error
+    for its id; any other message that cannot be sent is dropped (``None``).
     """
-    request_id = reply.id if isinstance(reply, types.JSONRPCResponse | types.JSONRPCError) else None
+    problem = ""
     try:
-        data = reply.model_dump_json(by_alias=True, exclude_unset=True).encode()
-    except Exception as exc:
-        log.warning("could not encode a reply to request %r: %s", request_id, describe_exception(exc))
-        problem = "the reply could not be encoded as JSON"
-    else:
-        if len(data) < MAX_MESSAGE_BYTES:
-            return data + b"\n"
-        log.warning("refused to send a %d-byte reply to request %r", len(data), request_id)
-        problem = f"the reply of {len(data):,} bytes exceeds the {MAX_MESSAGE_BYTES:,}-byte message limit"
-    if request_id is None:
-        return b""
-    return _error_frame(request_id, types.INTERNAL_ERROR, f"Internal error: {problem}")
+        data: bytes = reply.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+        if len(data) <= MAX_MESSAGE_BYTES:
+            return data
+        problem = too_large_message("the reply", len(data) - 1)
+    except Exception as exc:  # a value the JSON encoder refuses: the server must not go down for it
+        problem = f"the reply could not be encoded as JSON ({type(exc).__name__})"
+    request_id = getattr(reply, "id", None)
+    if not isinstance(reply, types.JSONRPCResponse | types.JSONRPCError) or request_id is None:
+        log.warning("dropped an outgoing %s: %s", type(reply).__name__, problem)
+        return None
+    log.warning("answered request %r with an error: %s", request_id, problem)
+    if isinstance(request_id, str):
+        request_id = visible_text(request_id)
+    try:
+        frame = _error_frame(request_id, types.INTERNAL_ERROR, f"Internal error: {problem}")
+    except Exception:
+        return None
+    return frame if len(frame) <= MAX_MESSAGE_BYTES else None
 
 
 def client_name(ctx: ServerRequestContext[Any]) -> str | None:
@@ -247,18 +341,20 @@ class McpServer:
             session = ctx.session
 
             async def progress(value: float, total: float | None, message: str | None) -> None:
-                await session.report_progress(value, total, message)
+                await session.report_progress(
+                    value, total, None if message is None else visible_text(message)
+                )
 
         try:
             result = await self.invoker.call(
                 params.name, params.arguments, progress=progress, client_name=client_name(ctx)
             )
         except UnknownToolError as exc:
-            raise MCPError(code=types.INVALID_PARAMS, message=exc.message) from None
+            raise MCPError(code=types.INVALID_PARAMS, message=visible_text(exc.message)) from None
         except Exception as exc:
             log.debug("call of %s failed outside the invoker", params.name, exc_info=True)
             result = ToolResult.error(describe_exception(exc))
-        return result_to_mcp(result)
+        return result_to_mcp(result, visible_text(params.name))
 
     async def serve_stdio(self, wire: StdioWire) -> None:
         """Serve one client over ``wire`` until its EOF (or until cancelled)."""
@@ -288,8 +384,8 @@ class McpServer:
                     assert isinstance(item, Frame)
                     try:
                         message = types.jsonrpc_message_adapter.validate_json(item.data, by_name=False)
-                    except Exception:
-                        writer.write(frame_error(item.data))
+                    except Exception as exc:
+                        writer.write(frame_error(item.data, json_problem(exc)))
                         continue
                     if isinstance(message, types.JSONRPCRequest):
                         in_flight.add(message.id)
@@ -304,9 +400,9 @@ class McpServer:
                     reply = session_message.message
                     if isinstance(reply, types.JSONRPCResponse | types.JSONRPCError):
                         in_flight.discard(reply.id)
-                    frame = encode_reply(reply)
-                    if frame:
-                        writer.write(frame)
+                    data = encode_reply(reply)
+                    if data is not None:
+                        writer.write(data)
 
         async def run_session() -> None:
             await self.sdk_server.run(

@@ -8,16 +8,19 @@ failure, not a skip.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import stat
 import subprocess
+import sys
+import time
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers.harness import mcp_session, server_command, server_env
+from tests.helpers.harness import RawServer, mcp_session, server_command, server_env
 
 pytestmark = pytest.mark.e2e
 
@@ -152,7 +155,68 @@ async def test_sqlite_without_database_setting_says_what_to_add(root: Path) -> N
     )
 
 
+@pytest.mark.anyio
+async def test_sqlite_bounds_bytes_and_refuses_fts3_tokenizer(root: Path, database: Path) -> None:
+    env = only("sqlite", AWF_MCP_PLUGIN_SQLITE_DATABASE=str(database))
+    async with mcp_session("--no-builtins", cwd=root, env=env) as session:
+        huge = await session.call_tool(
+            "sqlite_query", {"sql": "SELECT hex(zeroblob(25000000)) FROM (VALUES(1),(2),(3),(4))"}
+        )
+        many = await session.call_tool(
+            "sqlite_query",
+            {
+                "sql": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 500) "
+                "SELECT x, hex(zeroblob(20000)) FROM c"
+            },
+        )
+        pointer = await session.call_tool("sqlite_query", {"sql": "SELECT fts3_tokenizer('simple')"})
+        still = await session.call_tool("sqlite_query", {"sql": "SELECT count(*) FROM users"})
+    assert huge.is_error and "2,097,152 bytes" in text_of(huge)
+    assert not many.is_error and many.structured_content is not None
+    assert many.structured_content["truncated"] is True and many.structured_content["row_count"] < 30
+    assert len(text_of(many)) <= 1024 * 1024
+    assert pointer.is_error and "fts3_tokenizer" in text_of(pointer)
+    assert still.structured_content is not None and still.structured_content["rows"] == [[3]]
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_sqlite_endless_recursion_stops_with_its_call(root: Path, database: Path) -> None:
+    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+    env = only("sqlite", AWF_MCP_PLUGIN_SQLITE_DATABASE=str(database))
+    with RawServer("--no-builtins", "--call-timeout", "1", env=env, cwd=root) as server:
+        server.initialize()
+        for _ in range(3):
+            reply = server.request(
+                "tools/call", {"name": "sqlite_query", "arguments": {"sql": endless}}, timeout=30
+            )
+            assert reply["result"]["isError"] and "timed out" in reply["result"]["content"][0]["text"]
+        time.sleep(0.5)
+        before = cpu_seconds(server.pid)
+        time.sleep(2)
+        burnt = cpu_seconds(server.pid) - before
+        assert burnt < 0.5, f"the server used {burnt:.1f} s of CPU in 2 s after its calls timed out"
+    slow = {**env, "AWF_MCP_PLUGIN_SQLITE_TIMEOUT_SECONDS": "0.5"}
+    with RawServer("--no-builtins", env=slow, cwd=root) as server:
+        server.initialize()
+        reply = server.request(
+            "tools/call", {"name": "sqlite_query", "arguments": {"sql": endless}}, timeout=30
+        )
+        assert "longer than 0.5 s" in reply["result"]["content"][0]["text"]
+
+
 # --- scripts ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The scripts plugin's approvals go to a state directory outside the root, never the user's."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    return state
 
 
 def add_script(root: Path, name: str, body: str) -> None:
@@ -163,10 +227,18 @@ def add_script(root: Path, name: str, body: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
 
 
+def approve_scripts(directory: Path) -> None:
+    """What the user does after reviewing the scripts: ``python -m awf_plugin_scripts approve DIR``."""
+    command = [sys.executable, "-m", "awf_plugin_scripts", "approve", str(directory)]
+    done = subprocess.run(command, capture_output=True, text=True, env=server_env(), timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
 @pytest.mark.anyio
 async def test_scripts_become_tools_and_run_with_their_arguments(root: Path) -> None:
     add_script(root, "Count-Args.sh", '#!/bin/sh\n# description: Count the arguments.\necho "$# args: $*"\n')
     add_script(root, "fail.sh", "#!/bin/sh\necho bad >&2\nexit 4\n")
+    approve_scripts(root / ".awf-tools")
     async with mcp_session("--no-builtins", cwd=root, env=only("scripts")) as session:
         tools = {t.name: t for t in (await session.list_tools()).tools}
         ok = await session.call_tool("scripts_count_args", {"args": ["a b", "*"]})
@@ -191,3 +263,39 @@ async def test_scripts_dir_setting_is_resolved_against_the_root(root: Path) -> N
     async with mcp_session("--no-builtins", cwd=root, env=env) as session:
         names = [t.name for t in (await session.list_tools()).tools]
     assert names == ["scripts_hi"]
+
+
+@pytest.mark.anyio
+async def test_a_script_the_agent_overwrites_does_not_run_without_the_users_approval(
+    root: Path, private_state: Path
+) -> None:
+    add_script(root, "hello.sh", "#!/bin/sh\necho hello\n")
+    env = only("scripts", XDG_STATE_HOME=str(private_state))
+    async with mcp_session("--exclude", "Bash", cwd=root, env=env) as session:
+        unapproved = await session.call_tool("scripts_hello", {})
+    assert unapproved.is_error and "never approved" in text_of(unapproved)
+    approve_scripts(root / ".awf-tools")
+    async with mcp_session("--exclude", "Bash", cwd=root, env=env) as session:
+        names = {t.name for t in (await session.list_tools()).tools}
+        assert "Bash" not in names and "Write" in names
+        assert text_of(await session.call_tool("scripts_hello", {})) == "hello\nexit code 0"
+        written = await session.call_tool(
+            "Write", {"path": ".awf-tools/hello.sh", "content": "#!/bin/sh\necho pwned > pwned.txt\n"}
+        )
+        assert not written.is_error, text_of(written)
+        refused = await session.call_tool("scripts_hello", {})
+        assert refused.is_error and "changed since it was approved" in text_of(refused)
+        assert "python -m awf_plugin_scripts approve" in text_of(refused)
+        redirected = await session.call_tool(
+            "Write", {"path": "awf-mcp.toml", "content": '[plugins.scripts]\napprovals = "/tmp/none.json"\n'}
+        )
+        assert not redirected.is_error
+    assert not (root / "pwned.txt").exists()
+    async with mcp_session("--exclude", "Bash", cwd=root, env=env) as session:  # a restart approves nothing
+        again = await session.call_tool("scripts_hello", {})
+    assert again.is_error and not (root / "pwned.txt").exists()
+    (root / "awf-mcp.toml").unlink()
+    approve_scripts(root / ".awf-tools")
+    async with mcp_session("--exclude", "Bash", cwd=root, env=env) as session:
+        approved = await session.call_tool("scripts_hello", {})
+    assert not approved.is_error and (root / "pwned.txt").exists()

@@ -15,7 +15,9 @@ The batches cover arbitrary bytes and text, wrong JSON-RPC shapes, huge and
 wrongly typed ids, deep nesting, unknown methods, calls before ``initialize``
 and wrongly typed arguments for every tool of ``tools/list``, generated from
 its inputSchema. The frame layer (awf_mcp/wire/framing.py) and the framing-error
-reply are also fuzzed in-process against a reference model.
+reply are also fuzzed in-process against a reference model, and so is the
+output side: any result a plugin returns (strings with lone surrogates in text,
+keys and values, any nesting) maps to one frame that is strict UTF-8 JSON.
 
 ``AWF_MCP_FUZZ_EXAMPLES=N`` sets the examples per test (default: a CI-sized
 run); the number of frames sent is reported on the terminal.
@@ -37,8 +39,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from awf_mcp.ports import ToolContent, ToolResult
 from awf_mcp.wire.framing import Frame, FrameReader, Oversized
-from awf_mcp.wire.server import frame_error
+from awf_mcp.wire.server import encode_reply, frame_error, json_problem, result_to_mcp
 from tests.helpers.harness import RawServer, report
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("testkit")]
@@ -454,3 +457,46 @@ def test_the_framing_error_reply_is_one_json_rpc_error_line(data: bytes) -> None
     assert well_formed(reply) and reply["error"]["code"] in (types.PARSE_ERROR, types.INVALID_REQUEST)
     request_id = reply.get("id")
     assert request_id is None or (isinstance(request_id, str | int) and not isinstance(request_id, bool))
+
+
+@fuzz_settings(500)
+@given(
+    st.one_of(
+        st.binary(max_size=300), message_lines, deep_frames, json_values.map(json.dumps).map(str.encode)
+    )
+)
+def test_the_servers_framing_error_names_the_sdks_reason(data: bytes) -> None:
+    try:
+        types.jsonrpc_message_adapter.validate_json(data, by_name=False)
+    except Exception as exc:
+        problem = json_problem(exc)
+    else:
+        return
+    reply = json.loads(frame_error(data, problem))
+    assert well_formed(reply) and str(reply["error"]["message"]).startswith(FRAMING_MESSAGES)
+    expected = types.PARSE_ERROR if problem is not None else types.INVALID_REQUEST
+    assert reply["error"]["code"] == expected
+
+
+lone_surrogates = st.integers(min_value=0xD800, max_value=0xDFFF).map(chr)
+any_text = st.text(alphabet=st.characters() | lone_surrogates, max_size=40)
+plugin_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | any_text,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(any_text, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@fuzz_settings(500)
+@given(st.lists(any_text, max_size=4), plugin_values, st.booleans())
+def test_any_plugin_result_becomes_one_strict_utf8_frame(
+    texts: list[str], structured: Any, error: bool
+) -> None:
+    result = ToolResult(
+        content=[ToolContent.of_text(t) for t in texts], is_error=error, structured_content=structured
+    )
+    mapped = result_to_mcp(result, "fuzz_tool").model_dump(by_alias=True, mode="json", exclude_none=True)
+    frame = encode_reply(types.JSONRPCResponse(jsonrpc="2.0", id=1, result=mapped))
+    assert frame is not None and frame.endswith(b"\n") and frame.count(b"\n") == 1
+    reply = json.loads(frame.decode("utf-8"))  # strict: a lone surrogate cannot pass
+    assert reply["id"] == 1 and "result" in reply, reply

@@ -48,17 +48,6 @@ async def test_grep_glob_and_read_show_and_take_back_an_undecodable_name(tree: P
 
 
 @pytest.mark.usefixtures("testkit")
-def test_a_plugin_returning_lone_surrogates_gets_them_escaped(tmp_path: Path) -> None:
-    with RawServer("--no-builtins", "--root", str(tmp_path)) as server:
-        server.initialize()
-        reply = server.request("tools/call", {"name": "testkit_surrogates", "arguments": {}})
-        assert reply["result"]["content"][0]["text"] == "bad \\xe9 and \\ud800 here"
-        assert reply["result"]["structuredContent"] == {"name\\xe9": "bad \\xe9 and \\ud800 here"}
-        assert server.request("ping")["result"] == {}
-        assert server.process.poll() is None
-
-
-@pytest.mark.usefixtures("testkit")
 def test_no_frame_over_the_message_limit_ever_leaves_the_server(tmp_path: Path) -> None:
     from awf_mcp.wire.framing import MAX_MESSAGE_BYTES
 

@@ -9,15 +9,26 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 from mcp.client import Client
 from mcp.shared.exceptions import MCPError
 
 from awf_mcp.core.calls import ToolInvoker
 from awf_mcp.core.registry import RegisteredTool, Registry
-from awf_mcp.ports import ToolDefinition, ToolResult
-from awf_mcp.wire.framing import StdioWire
-from awf_mcp.wire.server import McpServer, frame_error, tool_to_mcp
+from awf_mcp.ports import ToolDefinition, ToolResult, visible_text
+from awf_mcp.wire import server as server_module
+from awf_mcp.wire.framing import MAX_MESSAGE_BYTES, StdioWire
+from awf_mcp.wire.server import (
+    McpServer,
+    ResultTooLarge,
+    encode_reply,
+    frame_error,
+    json_problem,
+    result_size,
+    result_to_mcp,
+    tool_to_mcp,
+)
 from tests.helpers.providers import ANNOTATED, IMAGE, StaticProvider, definition
 
 pytestmark = pytest.mark.anyio
@@ -182,3 +193,128 @@ async def test_a_request_in_flight_at_eof_is_still_answered() -> None:
         reply = await client.receive()
         assert reply["id"] == 5 and reply["result"]["content"][0]["text"] == "demo_echo:z"
         client.close = lambda: None  # type: ignore[method-assign]
+
+
+# ---------------------------------------------------------------- output that must not take the server down
+
+
+def test_lone_surrogates_become_visible_escapes() -> None:
+    assert visible_text("caf\udce9.txt") == "caf\\xe9.txt"
+    assert visible_text("a\ud800b\udfff") == "a\\ud800b\\udfff"
+    assert visible_text("plain é ✓") == "plain é ✓"
+
+
+def test_a_result_with_surrogates_everywhere_encodes() -> None:
+    result = ToolResult(
+        content=ToolResult.text("caf\udce9").content,
+        structured_content={"k\udce9": ["v\ud800", {"\udfff": "x"}]},
+    )
+    encoded = json.loads(result_to_mcp(result).model_dump_json(by_alias=True))
+    assert encoded["content"][0]["text"] == "caf\\xe9"
+    assert encoded["structuredContent"] == {"k\\xe9": ["v\\ud800", {"\\udfff": "x"}]}
+
+
+def test_a_definition_with_surrogates_encodes() -> None:
+    tool = tool_to_mcp(
+        ToolDefinition(
+            name="x_y",
+            description="reads caf\udce9",
+            input_schema={"type": "object", "properties": {"p": {"description": "\ud800"}}},
+        )
+    )
+    encoded = tool.model_dump_json(by_alias=True)
+    assert "caf\\\\xe9" in encoded and "\\\\ud800" in encoded
+
+
+def test_a_result_over_the_limit_is_measured_without_encoding_it_whole() -> None:
+    with pytest.raises(ResultTooLarge) as caught:
+        result_size(ToolResult.text("x" * (MAX_MESSAGE_BYTES + 1)))
+    assert caught.value.size > MAX_MESSAGE_BYTES
+    many = ToolResult(content=[ToolResult.text("y" * (1 << 20)).content[0] for _ in range(12)])
+    with pytest.raises(ResultTooLarge):
+        result_size(many)
+    escaped = ToolResult(content=[], structured_content={"data": "\n" * (6 << 20)})
+    with pytest.raises(ResultTooLarge):  # 6 Mi characters, 12 MiB once escaped
+        result_size(escaped)
+    assert result_size(ToolResult.text("z" * 1000)) < 2000
+
+
+def test_an_oversized_result_becomes_an_error_naming_size_and_limit() -> None:
+    mapped = result_to_mcp(ToolResult.text("x" * (20 << 20)), "demo_big")
+    assert mapped.is_error
+    text = mapped.content[0].text  # type: ignore[union-attr]
+    assert "demo_big" in text and "at least 20,97" in text and f"{MAX_MESSAGE_BYTES:,}" in text
+
+
+def test_a_reply_that_cannot_be_encoded_becomes_an_error_for_its_id() -> None:
+    bad = types.JSONRPCResponse(jsonrpc="2.0", id=7, result={"text": "\udce9"})
+    reply = json.loads(encode_reply(bad) or b"")
+    assert reply["id"] == 7 and reply["error"]["code"] == -32603
+    assert "could not be encoded" in reply["error"]["message"]
+
+
+def test_a_reply_over_the_frame_limit_becomes_an_error_for_its_id() -> None:
+    big = types.JSONRPCResponse(jsonrpc="2.0", id="r", result={"text": "x" * MAX_MESSAGE_BYTES})
+    frame = encode_reply(big) or b""
+    assert len(frame) < 1000
+    reply = json.loads(frame)
+    assert reply["id"] == "r" and reply["error"]["code"] == -32603
+    assert f"{MAX_MESSAGE_BYTES:,}-byte" in reply["error"]["message"]
+
+
+def test_a_notification_that_cannot_be_encoded_is_dropped() -> None:
+    note = types.JSONRPCNotification(jsonrpc="2.0", method="x", params={"m": "\udce9"})
+    assert encode_reply(note) is None
+
+
+async def test_the_output_pump_survives_a_reply_it_cannot_encode(monkeypatch: pytest.MonkeyPatch) -> None:
+    def unsanitized(result: ToolResult, tool_name: str = "") -> types.CallToolResult:
+        return types.CallToolResult(content=[types.TextContent(text="caf\udce9")], is_error=False)
+
+    monkeypatch.setattr(server_module, "result_to_mcp", unsanitized)
+    async with served_over_pipes(make_server(demo_provider())) as client:
+        await client.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 4,
+                "method": "tools/call",
+                "params": {"name": "demo_echo", "arguments": {"text": "a"}},
+            }
+        )
+        reply = await client.receive()
+        assert reply["id"] == 4 and reply["error"]["code"] == -32603
+        await client.send({"jsonrpc": "2.0", "id": 5, "method": "ping"})
+        assert (await client.receive()) == {"jsonrpc": "2.0", "id": 5, "result": {}}
+
+
+# ---------------------------------------------------------------- what is wrong with a line
+
+
+def _sdk_problem(data: bytes) -> str | None:
+    try:
+        types.jsonrpc_message_adapter.validate_json(data, by_name=False)
+    except Exception as exc:
+        return json_problem(exc)
+    return None
+
+
+@pytest.mark.parametrize("depth", [210, 900, 5000])
+def test_json_nested_too_deep_is_a_parse_error_that_says_so(depth: int) -> None:
+    line = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":' + b"[" * depth + b"]" * depth + b"}}"
+    reply = json.loads(frame_error(line, _sdk_problem(line)))
+    assert reply["error"]["code"] == -32700
+    assert "nested too deeply" in reply["error"]["message"]
+
+
+def test_a_5000_digit_number_is_a_parse_error_that_says_so() -> None:
+    line = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":' + b"7" * 5000 + b"}}"
+    reply = json.loads(frame_error(line, _sdk_problem(line)))
+    assert reply["error"]["code"] == -32700 and "number is too long" in reply["error"]["message"]
+    fallback = json.loads(frame_error(line))
+    assert "number is too long" in fallback["error"]["message"]
+
+
+def test_valid_json_that_is_not_json_rpc_is_still_an_invalid_request() -> None:
+    line = b'{"jsonrpc":"2.0","id":3,"method":7}'
+    assert _sdk_problem(line) is None
+    assert json.loads(frame_error(line, _sdk_problem(line)))["error"]["code"] == -32600

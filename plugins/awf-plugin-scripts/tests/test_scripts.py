@@ -8,14 +8,23 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from awf_plugin_scripts import ScriptTools, awf_mcp_register_tools, sanitize
+from awf_plugin_scripts import ApprovalStore, ScriptTools, awf_mcp_register_tools, sanitize
+from awf_plugin_scripts.__main__ import main as scripts_main
 
-from awf_mcp import PluginContext
+from awf_mcp import PluginContext, ToolError
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def private_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Approvals go to a temporary state directory, never the user's."""
+    state = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    return state
 
 
 def write_script(directory: Path, name: str, body: str, *, executable: bool = True) -> Path:
@@ -112,3 +121,48 @@ async def test_timeout_kills_the_script(tmp_path: Path) -> None:
     assert time.monotonic() - started < 10
     assert result.is_error and result.structured_content["timed_out"] is True
     assert "timed out after 0.5 s" in result.content[0].text
+
+
+# ---------------------------------------------------------------- consent: only approved content runs
+
+
+@pytest.mark.anyio
+async def test_a_script_changed_after_start_up_is_refused(tmp_path: Path, tools_dir: Path) -> None:
+    provider = ScriptTools(tools_dir, cwd=tmp_path)
+    (tools_dir / "fail.sh").write_text("#!/bin/sh\necho pwned\n", encoding="utf-8")
+    with pytest.raises(ToolError, match=r"fail\.sh changed since it was approved.*restart the server"):
+        await provider.call_tool("scripts_fail", {})
+    assert not (await provider.call_tool("scripts_say_hello", {"args": []})).is_error
+
+
+@pytest.mark.anyio
+async def test_with_a_store_only_what_the_user_approved_runs_across_restarts(
+    tmp_path: Path, tools_dir: Path, private_state: Path
+) -> None:
+    store = ApprovalStore(private_state / "approved.json")
+    approve = ["approve", str(tools_dir), "--approvals", str(store.path)]
+    first = ScriptTools(tools_dir, cwd=tmp_path, approvals=store, roots=(tmp_path,))
+    with pytest.raises(ToolError, match=r"was never approved.*python -m awf_plugin_scripts approve"):
+        await first.call_tool("scripts_say_hello", {})
+    assert scripts_main(approve) == 0
+    assert not (await first.call_tool("scripts_say_hello", {"args": ["a"]})).is_error
+    script = tools_dir / "Say-Hello.sh"
+    script.write_text("#!/bin/sh\necho pwned\n", encoding="utf-8")
+    restarted = ScriptTools(tools_dir, cwd=tmp_path, approvals=store, roots=(tmp_path,))
+    with pytest.raises(
+        ToolError, match=r"changed since it was approved.*python -m awf_plugin_scripts approve"
+    ):
+        await restarted.call_tool("scripts_say_hello", {})
+    assert scripts_main(approve) == 0
+    result = await restarted.call_tool("scripts_say_hello", {})
+    assert result.content[0].text == "pwned\nexit code 0"
+    assert oct(store.path.stat().st_mode & 0o777) == "0o600"
+
+
+@pytest.mark.anyio
+async def test_an_approvals_file_inside_a_root_runs_nothing(tmp_path: Path, tools_dir: Path) -> None:
+    store = ApprovalStore(tmp_path / "approved.json")
+    provider = ScriptTools(tools_dir, cwd=tmp_path, approvals=store, roots=(tmp_path,))
+    with pytest.raises(ToolError, match=r"approvals file .* is inside root"):
+        await provider.call_tool("scripts_say_hello", {})
+    assert not store.path.exists()

@@ -12,31 +12,57 @@ Settings (``[plugins.sqlite]`` in ``awf-mcp.toml`` or ``AWF_MCP_PLUGIN_SQLITE_<K
               server's first root). Read when a tool runs, so the tools are listed
               even before the setting exists and a call says what to add.
 ``max_rows``  the most rows ``sqlite_query`` returns (default 500).
+``max_bytes`` the most bytes of a ``sqlite_query`` result (default 2 MiB), counting
+              both copies of the rows it carries (JSON text and ``structuredContent``):
+              rows stop once their JSON would pass half of it.
+``timeout_seconds``  how long one statement may run (default 30).
 
 Threat model: the SQL comes from a model and may be hostile. The file is opened
 read-only (``mode=ro`` URI) with ``PRAGMA query_only=ON``; ``sqlite_query`` only
 accepts statements starting with SELECT, WITH, VALUES or EXPLAIN, and an
 authorizer denies everything except reading tables, selecting, calling
 functions and recursive CTEs (so no writes, ATTACH, PRAGMA or schema changes
-even inside a CTE). Parameters are always bound, never formatted into SQL;
-``sqlite_schema`` looks the table up in ``sqlite_master`` by a bound parameter.
+even inside a CTE); of the functions, ``fts3_tokenizer`` (which reads and
+overwrites process pointers) is denied. Parameters are always bound, never
+formatted into SQL; ``sqlite_schema`` looks the table up in ``sqlite_master``
+by a bound parameter.
+
+Bounds: SQLite refuses to build any string or blob over ``max_bytes``
+(``SQLITE_LIMIT_LENGTH``), the process's SQLite heap is capped at
+:data:`HEAP_LIMIT_BYTES` (``PRAGMA hard_heap_limit``, process-wide), rows are
+measured as they are fetched and fetching stops at the byte bound, and a
+progress handler stops the statement when the call is cancelled or times out
+(the call's cancel flag) or after ``timeout_seconds``, so an endless
+``WITH RECURSIVE`` does not run on after its call.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from awf_mcp import PluginContext, ToolError, hookimpl, tool
+from awf_mcp import PluginContext, ToolError, current_call, hookimpl, tool
+from awf_mcp.budget import current_budget
 
 __all__ = ["Column", "QueryResult", "SchemaResult", "SqliteTools", "Table", "TablesResult"]
 
 DEFAULT_MAX_ROWS = 500
+DEFAULT_MAX_BYTES = 2 * 1024 * 1024
+DEFAULT_TIMEOUT_SECONDS = 30.0
+HEAP_LIMIT_BYTES = 256 * 1024 * 1024
+"""The cap on SQLite's heap in this process (``PRAGMA hard_heap_limit``): one row never exceeds it."""
+DENIED_FUNCTIONS = frozenset({"fts3_tokenizer"})
+"""SQL functions the authorizer refuses: ``fts3_tokenizer`` reads and overwrites process pointers."""
+_PROGRESS_STEPS = 10_000
+_ENVELOPE_BYTES = 1_000
+"""Bytes of the output budget kept for the columns, the note and the JSON around the rows."""
 READ_KEYWORDS = frozenset({"SELECT", "WITH", "VALUES", "EXPLAIN"})
 _LEADING_NOISE = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/|\()*", re.DOTALL)
 _ALLOWED_ACTIONS = frozenset(
@@ -103,6 +129,8 @@ def first_keyword(sql: str) -> str:
 
 
 def _authorize(action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None) -> int:
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in DENIED_FUNCTIONS:
+        return sqlite3.SQLITE_DENY
     return sqlite3.SQLITE_OK if action in _ALLOWED_ACTIONS else sqlite3.SQLITE_DENY
 
 
@@ -139,6 +167,24 @@ class SqliteTools:
             raise ToolError(f"plugin 'sqlite' setting max_rows must be a positive integer, got {value!r}")
         return rows
 
+    def max_bytes(self) -> int:
+        """The byte bound of a ``sqlite_query`` result (both copies of its rows)."""
+        return self._positive("max_bytes", DEFAULT_MAX_BYTES, int)
+
+    def timeout_seconds(self) -> float:
+        """How long one statement may run."""
+        return self._positive("timeout_seconds", DEFAULT_TIMEOUT_SECONDS, float)
+
+    def _positive(self, key: str, default: float, kind: type[int] | type[float]) -> Any:
+        value = self.plugin.setting(key, default)
+        try:
+            number = kind(value)
+        except (TypeError, ValueError):
+            number = 0
+        if number <= 0:
+            raise ToolError(f"plugin 'sqlite' setting {key} must be a positive number, got {value!r}")
+        return number
+
     @contextmanager
     def connect(self) -> Iterator[sqlite3.Connection]:
         """A read-only connection to the database, closed afterwards."""
@@ -151,7 +197,13 @@ class SqliteTools:
             raise ToolError(f"cannot open SQLite database {path}: {exc}") from None
         try:
             connection.execute("PRAGMA query_only = ON")
+            connection.execute(f"PRAGMA hard_heap_limit = {HEAP_LIMIT_BYTES}")
             yield connection
+        except MemoryError:
+            raise ToolError(
+                f"the query needed more than the {HEAP_LIMIT_BYTES:,}-byte SQLite memory cap; "
+                "select fewer or smaller columns"
+            ) from None
         except sqlite3.Error as exc:
             raise ToolError(f"SQLite error: {exc}") from None
         finally:
@@ -209,28 +261,91 @@ class SqliteTools:
                 f"{shown!r} is refused"
             )
         cap = self.max_rows()
+        max_bytes = self.max_bytes()
+        timeout = self.timeout_seconds()
         with self.connect() as db:
             db.set_authorizer(_authorize)
+            db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max_bytes)
+            stop = _Stopper(timeout)
+            db.set_progress_handler(stop, _PROGRESS_STEPS)
             try:
                 cursor = db.execute(sql, tuple(params or ()))
+                columns = [item[0] for item in cursor.description or ()]
+                # The rows travel twice (JSON text and structuredContent): each copy within half of
+                # max_bytes and within the client's output budget, less room for the envelope.
+                room = min(max_bytes // 2, current_budget() - _ENVELOPE_BYTES)
+                rows, truncated, note = _fetch(cursor, cap, room)
             except sqlite3.DatabaseError as exc:
-                if "not authorized" in str(exc):
-                    raise ToolError(
-                        "sqlite_query refused the statement: it may only read tables and call "
-                        "functions (no writes, ATTACH, PRAGMA or schema changes); use sqlite_schema "
-                        "for table structure"
-                    ) from None
-                raise
-            columns = [item[0] for item in cursor.description or ()]
-            fetched = cursor.fetchmany(cap + 1)
-        truncated = len(fetched) > cap
-        rows = [[_json_value(value) for value in row] for row in fetched[:cap]]
-        note = (
-            f"only the first {cap} rows are shown; add LIMIT/OFFSET or a WHERE clause to see others"
-            if truncated
-            else None
-        )
+                raise _query_error(exc, stop, max_bytes) from None
         return QueryResult(columns=columns, rows=rows, row_count=len(rows), truncated=truncated, note=note)
+
+
+class _Stopper:
+    """SQLite's progress handler: non-zero (stop) once the call is cancelled or the time is up."""
+
+    def __init__(self, timeout: float) -> None:
+        self.call = current_call()
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+        self.reason: str | None = None
+
+    def __call__(self) -> int:
+        if self.call.cancelled.is_set():
+            self.reason = "the call was cancelled or timed out, so the statement was stopped"
+        elif time.monotonic() > self.deadline:
+            self.reason = (
+                f"the statement ran longer than {self.timeout:g} s and was stopped "
+                "(plugin 'sqlite' setting timeout_seconds); add a LIMIT or a narrower WHERE"
+            )
+        return 1 if self.reason else 0
+
+
+def _fetch(cursor: sqlite3.Cursor, cap: int, byte_budget: int) -> tuple[list[list[Any]], bool, str | None]:
+    """Up to ``cap`` rows whose JSON stays within ``byte_budget``, measured as they are fetched."""
+    rows: list[list[Any]] = []
+    used = 0
+    while True:
+        row = cursor.fetchone()
+        if row is None:
+            return rows, False, None
+        if len(rows) >= cap:
+            return (
+                rows,
+                True,
+                (f"only the first {cap} rows are shown; add LIMIT/OFFSET or a WHERE clause to see others"),
+            )
+        values = [_json_value(value) for value in row]
+        used += len(json.dumps(values, ensure_ascii=False).encode("utf-8", "surrogatepass")) + 1
+        if used > byte_budget:
+            shown = f"only the first {len(rows)} rows are shown" if rows else "no row is shown"
+            return (
+                rows,
+                True,
+                (
+                    f"{shown}: the next one would take the result past {byte_budget:,} bytes "
+                    "(this client's output budget, or plugin 'sqlite' setting max_bytes); select fewer "
+                    "columns, substr() long values, or add LIMIT/OFFSET"
+                ),
+            )
+        rows.append(values)
+
+
+def _query_error(exc: sqlite3.DatabaseError, stop: _Stopper, max_bytes: int) -> ToolError:
+    message = str(exc)
+    if stop.reason and "interrupt" in message:
+        return ToolError(stop.reason)
+    if "not authorized" in message:
+        return ToolError(
+            "sqlite_query refused the statement: it may only read tables and call functions "
+            f"(no writes, ATTACH, PRAGMA, schema changes or {', '.join(sorted(DENIED_FUNCTIONS))}); "
+            "use sqlite_schema for table structure"
+        )
+    if "too big" in message:
+        return ToolError(
+            f"a value of the result would exceed {max_bytes:,} bytes (plugin 'sqlite' setting "
+            "max_bytes); select length(...) or substr(...) of long values instead"
+        )
+    return ToolError(f"SQLite error: {message}")
 
 
 @hookimpl

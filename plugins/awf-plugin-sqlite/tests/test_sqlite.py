@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
+import time
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
-from awf_plugin_sqlite import awf_mcp_register_tools, first_keyword
+from awf_plugin_sqlite import SqliteTools, awf_mcp_register_tools, first_keyword
 
 from awf_mcp import PluginContext, ToolError
 from awf_mcp.authoring import FunctionToolProvider
+from awf_mcp.ports import CallContext, bind_call_context, unbind_call_context
 
 
 @pytest.fixture
@@ -141,3 +144,74 @@ async def test_missing_file_is_reported_not_created(tmp_path: Path) -> None:
 def test_first_keyword_skips_comments_and_parentheses() -> None:
     assert first_keyword("/* a */ -- b\n ( select 1)") == "SELECT"
     assert first_keyword("   ") == ""
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT fts3_tokenizer('simple')",
+        "SELECT FTS3_TOKENIZER('simple', X'0000000000000000')",
+        "WITH t AS (SELECT fts3_tokenizer('porter') AS p) SELECT p FROM t",
+    ],
+)
+async def test_fts3_tokenizer_is_refused(database: Path, sql: str) -> None:
+    with pytest.raises(ToolError, match=r"refused the statement.*fts3_tokenizer"):
+        await provider({"database": str(database)}).call_tool("sqlite_query", {"sql": sql})
+
+
+@pytest.mark.anyio
+async def test_rows_stop_at_the_byte_bound_with_a_note(database: Path) -> None:
+    tools = provider({"database": str(database), "max_bytes": 100_000})
+    sql = (
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 400) "
+        "SELECT x, hex(zeroblob(1000)) FROM c"
+    )
+    token = bind_call_context(CallContext(tool_name="sqlite_query", output_budget=1_000_000))
+    try:
+        result = await tools.call_tool("sqlite_query", {"sql": sql})
+    finally:
+        unbind_call_context(token)
+    assert result is not None and not result.is_error
+    rows = result.structured_content
+    assert rows["truncated"] is True and 20 <= rows["row_count"] < 30
+    assert "50,000 bytes" in rows["note"] and "max_bytes" in rows["note"]
+    assert len(result.content[0].text) <= 50_000
+    # a client with a small output budget gets fewer rows, and the note says why
+    small = await tools.call_tool("sqlite_query", {"sql": sql})
+    assert small is not None and small.structured_content["row_count"] < 5
+    assert "output budget" in small.structured_content["note"]
+
+
+@pytest.mark.anyio
+async def test_a_value_over_the_byte_bound_is_never_built(database: Path) -> None:
+    tools = provider({"database": str(database), "max_bytes": 1_000_000})
+    sql = "SELECT hex(zeroblob(25000000)) FROM (VALUES(1),(2),(3),(4))"
+    with pytest.raises(ToolError, match=r"exceed 1,000,000 bytes .*max_bytes.*substr"):
+        await tools.call_tool("sqlite_query", {"sql": sql})
+
+
+ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+
+
+@pytest.mark.anyio
+async def test_an_endless_query_stops_after_timeout_seconds(database: Path) -> None:
+    tools = provider({"database": str(database), "timeout_seconds": 0.5})
+    started = time.monotonic()
+    with pytest.raises(ToolError, match=r"longer than 0.5 s .*timeout_seconds"):
+        await tools.call_tool("sqlite_query", {"sql": ENDLESS})
+    assert time.monotonic() - started < 5
+
+
+def test_an_endless_query_stops_when_the_call_is_cancelled(database: Path) -> None:
+    tools = SqliteTools(PluginContext(name="sqlite", settings={"database": str(database)}))
+    context = CallContext(tool_name="sqlite_query")
+    token = bind_call_context(context)
+    try:
+        threading.Timer(0.3, context.cancelled.set).start()
+        started = time.monotonic()
+        with pytest.raises(ToolError, match="cancelled or timed out"):
+            tools.query(ENDLESS)
+        assert time.monotonic() - started < 5
+    finally:
+        unbind_call_context(token)
