@@ -30,7 +30,7 @@ async def test_every_builtin_through_a_real_server(root: Path) -> None:
     async with mcp_session("--root", str(root), cwd=root, env=NO_PLUGINS) as session:
         listed = await session.list_tools()
         names = [tool.name for tool in listed.tools]
-        assert names == ["Bash", "Edit", "Glob", "Grep", "Read", "Write"]
+        assert names == ["Bash", "BashOutput", "Edit", "Glob", "Grep", "KillShell", "Read", "Write"]
         read_tool = next(tool for tool in listed.tools if tool.name == "Read")
         assert read_tool.annotations is not None and read_tool.annotations.read_only_hint is True
 
