@@ -63,3 +63,18 @@ class SystemFault(AwfError):
     """The environment failed (I/O, a missing interpreter); exit code 4."""
 
     exit_code = 4
+
+
+def describe_exception(exc: BaseException) -> str:
+    """One line for an exception: a ToolError's own sentence, else ``Type: first line``.
+
+    What a client sees for an exception a tool raised, and what ``plugins list`` and the
+    start-up warning say of a plugin that failed to load.
+    """
+    from awf_mcp.ports import ToolError
+
+    if isinstance(exc, ToolError):
+        return str(exc) or type(exc).__name__
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__

@@ -93,6 +93,11 @@ def image_mime_type(head: bytes) -> str | None:
     return None
 
 
+def plugin_setting_variable(plugin_name: str, key: str = "") -> str:
+    """The environment variable that sets ``key`` of plugin ``plugin_name`` (without ``key``: its prefix)."""
+    return f"AWF_MCP_PLUGIN_{plugin_name.upper().replace('-', '_')}_{key.upper()}"
+
+
 def plugin_source(plugin_name: str) -> str:
     """The ``source`` label of a tool contributed by plugin ``plugin_name``."""
     return f"plugin:{plugin_name}"
@@ -270,7 +275,7 @@ class PluginContext:
             return self.settings[key]
         if default is not _MISSING:
             return default
-        env = f"AWF_MCP_PLUGIN_{self.name.upper().replace('-', '_')}_{key.upper()}"
+        env = plugin_setting_variable(self.name, key)
         raise PluginSettingError(
             f"plugin '{self.name}' needs setting '{key}': add `{key} = ...` under "
             f"[plugins.{self.name}] in awf-mcp.toml or set {env}"

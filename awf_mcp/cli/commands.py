@@ -32,7 +32,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 tools_app = typer.Typer(help="Inspect and run the tools an agent will get.", no_args_is_help=True)
-plugins_app = typer.Typer(help="Inspect installed plugins.", no_args_is_help=True)
+plugins_app = typer.Typer(help="List, install and uninstall plugins.", no_args_is_help=True)
 app.add_typer(tools_app, name="tools")
 app.add_typer(plugins_app, name="plugins")
 
@@ -322,7 +322,7 @@ def plugins_list(json_output: JsonOpt = False, config: ConfigOpt = None) -> None
         }
         for r in loaded.records
     ]
-    anyio.run(runtime.close_providers, [e.provider for r in loaded.records for e in r.providers])
+    anyio.run(runtime.close_providers, loaded.providers)
     if json_output:
         print(json.dumps({"plugins": rows}, indent=2, sort_keys=True))
         return
@@ -403,8 +403,3 @@ def plugins_uninstall(
 
     removed = launch.guarded(lambda: installer.uninstall(name, target=Path(target) if target else None))
     print("removed: " + ", ".join(removed))
-
-
-def main() -> None:
-    """Console-script entry point (see :func:`awf_mcp.cli.main.main`, which skips Typer for serve)."""
-    launch.main()

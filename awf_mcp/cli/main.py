@@ -86,8 +86,6 @@ def load_settings(**options: Any) -> Any:
         only=options.get("only") or (),
         exclude=options.get("exclude") or (),
         strict=options.get("strict", False),
-        debug=options.get("debug", False),
-        log_level=options.get("log_level"),
         call_timeout_seconds=options.get("call_timeout"),
         output_budget=options.get("output_budget"),
     )
@@ -166,8 +164,6 @@ def serve(argv: Sequence[str]) -> None:
             exclude=options.exclude,
             config=options.config,
             strict=options.strict,
-            debug=options.debug,
-            log_level=options.log_level,
             call_timeout=options.call_timeout,
             output_budget=options.output_budget,
         )

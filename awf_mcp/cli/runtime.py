@@ -26,13 +26,14 @@ from typing import Any
 import anyio
 import pluggy
 
-from awf_mcp.core.calls import CallRecord, Policy, ToolInvoker, describe_exception
+from awf_mcp.core.calls import CallRecord, Policy, ToolInvoker
 from awf_mcp.core.config import Settings
 from awf_mcp.core.instructions import plugin_paragraphs, server_instructions
 from awf_mcp.core.observability import call_fields
 from awf_mcp.core.plugins import LoadedPlugins, PluginRecord
 from awf_mcp.core.plugins import load as load_plugins
 from awf_mcp.core.registry import Registry, build
+from awf_mcp.errors import describe_exception
 from awf_mcp.ports import ToolProvider
 
 log = logging.getLogger("awf_mcp")
@@ -53,7 +54,7 @@ class Runtime:
     @property
     def providers(self) -> list[ToolProvider]:
         """Every provider that was created, served or not: all of them get ``close()``."""
-        return [entry.provider for record in self.plugins.records for entry in record.providers]
+        return self.plugins.providers
 
 
 def report_failed_plugin(record: PluginRecord) -> None:
@@ -120,7 +121,7 @@ async def start(
     try:
         registry = build(plugins.records, settings)
     except BaseException:
-        await close_providers([e.provider for r in plugins.records for e in r.providers])
+        await close_providers(plugins.providers)
         raise
     for record in plugins.records:
         if not record.ok and record.providers:

@@ -43,9 +43,9 @@ import anyio
 from awf_mcp.budget import budget_for_client, fit_result
 from awf_mcp.core.observability import call_span
 from awf_mcp.core.registry import RegisteredTool, Registry
+from awf_mcp.errors import describe_exception
 from awf_mcp.ports import (
     CallContext,
-    ToolError,
     ToolResult,
     bind_call_context,
     unbind_call_context,
@@ -85,15 +85,6 @@ def _error_text(result: ToolResult) -> str | None:
     if not result.is_error:
         return None
     return " ".join(c.text for c in result.content if c.type == "text")
-
-
-def describe_exception(exc: BaseException) -> str:
-    """The one-line message a client sees for an exception raised by a tool."""
-    if isinstance(exc, ToolError):
-        return str(exc) or type(exc).__name__
-    text = str(exc).strip()
-    first = text.splitlines()[0] if text else ""
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 class ToolInvoker:

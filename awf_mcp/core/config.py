@@ -31,6 +31,7 @@ from typing import Any
 
 from awf_mcp.budget import MAX_BUDGET, MIN_BUDGET
 from awf_mcp.errors import ConfigError
+from awf_mcp.ports import plugin_setting_variable
 
 DEFAULT_CONFIG_NAME = "awf-mcp.toml"
 DEFAULT_CALL_TIMEOUT_SECONDS = 620.0
@@ -73,14 +74,11 @@ class Settings:
     strict: bool = False
     call_timeout_seconds: float = DEFAULT_CALL_TIMEOUT_SECONDS
     output_budget: int | None = None
-    debug: bool = False
-    log_level: str = "WARNING"
-    config_path: str | None = None
 
     def settings_for(self, plugin: str) -> dict[str, Any]:
         """Plugin ``plugin``'s settings: its config table, overridden by its environment variables."""
         merged = dict(self.plugin_settings.get(plugin, {}))
-        prefix = f"AWF_MCP_PLUGIN_{plugin.upper().replace('-', '_')}_"
+        prefix = plugin_setting_variable(plugin)
         for key, value in os.environ.items():
             if key.startswith(prefix) and len(key) > len(prefix):
                 merged[key[len(prefix) :].lower()] = value
@@ -160,7 +158,7 @@ def parse_file(path: Path) -> dict[str, Any]:
         allowed = ", ".join(sorted(_PROXY_KEYS | _EXTENDED_KEYS))
         raise _fail(f"unknown key {unknown[0]!r} in {path}; allowed keys: {allowed}", "UNKNOWN_KEY")
     base = path.resolve().parent
-    fields: dict[str, Any] = {"config_path": str(path)}
+    fields: dict[str, Any] = {}
 
     if "intercept_builtins" in data:
         if not isinstance(data["intercept_builtins"], bool):
@@ -219,8 +217,6 @@ def load(
     only: Sequence[str] = (),
     exclude: Sequence[str] = (),
     strict: bool = False,
-    debug: bool = False,
-    log_level: str | None = None,
     call_timeout_seconds: float | None = None,
     output_budget: int | None = None,
     cwd: str | None = None,
@@ -234,7 +230,7 @@ def load(
     if path is not None:
         settings = replace(settings, **parse_file(path))
 
-    overrides: dict[str, Any] = {"debug": debug}
+    overrides: dict[str, Any] = {}
     if roots:
         overrides["roots"] = tuple(str((workdir / os.path.expanduser(r)).resolve()) for r in roots)
     elif not settings.roots:
@@ -247,10 +243,6 @@ def load(
         overrides["exclude"] = settings.exclude + tuple(exclude)
     if strict:
         overrides["strict"] = True
-    if log_level:
-        overrides["log_level"] = log_level.upper()
-    elif debug:
-        overrides["log_level"] = "DEBUG"
     if call_timeout_seconds is not None:
         if call_timeout_seconds <= 0:
             raise ConfigError(

@@ -43,7 +43,7 @@ import pluggy
 
 from awf_mcp import hookspecs
 from awf_mcp.core.config import Settings
-from awf_mcp.errors import PluginError
+from awf_mcp.errors import PluginError, describe_exception
 from awf_mcp.ops.plugindirs import plugin_dirs
 from awf_mcp.ports import BUILTIN_SOURCE, PluginContext, ToolDefinition, ToolProvider, plugin_source
 
@@ -104,6 +104,11 @@ class LoadedPlugins:
     manager: pluggy.PluginManager
     records: list[PluginRecord]
 
+    @property
+    def providers(self) -> list[ToolProvider]:
+        """Every provider a plugin created, served or not: each gets ``close()`` at the end."""
+        return [entry.provider for record in self.records for entry in record.providers]
+
 
 def _extend_sys_path() -> None:
     for directory in plugin_dirs():
@@ -153,11 +158,6 @@ def _record_for(ep: metadata.EntryPoint) -> PluginRecord:
         record.version = ep.dist.version
         record.location = str(ep.dist.locate_file(""))
     return record
-
-
-def _reason(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _call_register_hook(manager: pluggy.PluginManager, module: object, context: PluginContext) -> list[Any]:
@@ -213,8 +213,8 @@ def load(settings: Settings, *, on_failure: Callable[[PluginRecord], None] | Non
             _collect(manager, module, record, settings)
         except Exception as exc:
             if settings.strict or record.source == BUILTIN_SOURCE:
-                raise PluginError(f"{record.describe()} failed to load: {_reason(exc)}") from exc
-            record.fail(_reason(exc))
+                raise PluginError(f"{record.describe()} failed to load: {describe_exception(exc)}") from exc
+            record.fail(describe_exception(exc))
             record.providers.clear()
             if on_failure is not None:
                 on_failure(record)

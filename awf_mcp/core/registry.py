@@ -55,10 +55,9 @@ class RegisteredTool:
 class Registry:
     """The served tools, by name; built by :func:`build`."""
 
-    def __init__(self, tools: Iterable[RegisteredTool], providers: Sequence[ToolProvider]) -> None:
+    def __init__(self, tools: Iterable[RegisteredTool]) -> None:
         self._tools = sorted(tools, key=lambda tool: tool.name)
         self._by_name = {tool.name: tool for tool in self._tools}
-        self.providers = list(providers)
 
     def __len__(self) -> int:
         return len(self._tools)
@@ -176,10 +175,8 @@ def build(records: Sequence[PluginRecord], settings: Settings) -> Registry:
     exposed = _select_proxy_tools(settings, live)
     unused_renames = dict(settings.renames)
     chosen: dict[str, RegisteredTool] = {}
-    providers: list[ToolProvider] = []
     for record in live:
         for entry in record.providers:
-            providers.append(entry.provider)
             for tool in entry.tools:
                 if exposed is not None and record.source != BUILTIN_SOURCE and tool.name not in exposed:
                     continue
@@ -207,4 +204,4 @@ def build(records: Sequence[PluginRecord], settings: Settings) -> Registry:
             "no tools to serve: the built-ins are off and no plugin contributed a tool",
             code=f"{PROXY_CODE}.EMPTY_PROXY",
         )
-    return Registry(chosen.values(), providers)
+    return Registry(chosen.values())

@@ -80,8 +80,8 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
-from awf_mcp.core.calls import ToolInvoker, describe_exception
-from awf_mcp.errors import UnknownToolError
+from awf_mcp.core.calls import ToolInvoker
+from awf_mcp.errors import UnknownToolError, describe_exception
 from awf_mcp.ports import ToolContent, ToolDefinition, ToolResult, visible_text
 from awf_mcp.wire.framing import MAX_MESSAGE_BYTES, Frame, FrameReader, FrameWriter, Oversized, StdioWire
 

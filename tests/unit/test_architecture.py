@@ -1,4 +1,4 @@
-"""The layering of ARCHITECTURE.md, enforced: import-linter contracts and a lean ``serve``."""
+"""The layering the README describes (Layout), enforced: import-linter contracts and a lean ``serve``."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.anyio
 def invoker_for(provider: StaticProvider, **kwargs: Any) -> ToolInvoker:
     tools = [RegisteredTool(d, provider, d.name) for d in provider.list_tools()]
     kwargs.setdefault("timeout_seconds", 5.0)
-    return ToolInvoker(Registry(tools, [provider]), **kwargs)
+    return ToolInvoker(Registry(tools), **kwargs)
 
 
 async def test_a_sync_provider_is_called_with_its_arguments() -> None:

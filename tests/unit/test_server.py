@@ -36,7 +36,7 @@ pytestmark = pytest.mark.anyio
 
 def make_server(provider: StaticProvider) -> McpServer:
     tools = [RegisteredTool(d, provider, d.name) for d in provider.list_tools()]
-    return McpServer(ToolInvoker(Registry(tools, [provider]), timeout_seconds=5), version="9.9")
+    return McpServer(ToolInvoker(Registry(tools), timeout_seconds=5), version="9.9")
 
 
 def demo_provider() -> StaticProvider:
