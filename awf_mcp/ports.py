@@ -166,11 +166,15 @@ class CallContext:
     loop or a worker thread and does nothing when the client asked for no
     progress. ``cancelled`` is set when the client cancels the call, the call
     times out, or the server shuts down; a long synchronous tool should poll it.
+    ``path_denied(path)`` asks the path policy (the ``awf_mcp_authorize_path``
+    hook) about one resolved, absolute path the call is about to touch: a reason
+    string means refuse it, ``None`` allow it (the default allows everything).
     """
 
     tool_name: str
     report_progress: ProgressReporter = field(default=lambda progress, total, message: None)
     cancelled: threading.Event = field(default_factory=threading.Event)
+    path_denied: Callable[[str], str | None] = field(default=lambda path: None)
 
 
 _current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(

@@ -20,6 +20,16 @@ rest appended, and ``..`` in that non-existent tail is refused), then requires
 the result to lie inside one of the (themselves resolved) roots. Relative paths
 are relative to the first root, never to the process's working directory.
 
+A component that exists and is not a directory may not be followed by anything:
+``file/``, ``file/.``, ``file/x`` and ``file/..`` are refused (POSIX says
+``ENOTDIR``), and a trailing ``/`` on a path that does not exist is refused too, so
+``Write newdir/`` cannot create a file. Every resolved path is then handed to the
+call's path policy (:attr:`~awf_mcp.ports.CallContext.path_denied`, fed by the
+``awf_mcp_authorize_path`` hook): a denial is a refusal.
+
+Every path quoted in a message goes through :func:`quote_path`, which shows bytes
+that are not UTF-8 as ``\\xNN`` escapes and control characters escaped.
+
 Files are then opened by walking from the root one component at a time with
 ``O_NOFOLLOW`` and ``dir_fd`` (:meth:`Sandbox.open_dir`,
 :meth:`Sandbox.open_file`), so a component swapped for a symbolic link between
@@ -45,11 +55,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import unicodedata
 from collections.abc import Sequence
 
-from awf_mcp.ports import ToolError
+from awf_mcp.ports import ToolError, current_call
 
 MAX_PATH_CHARS = 4096
 """The longest path argument accepted (Linux ``PATH_MAX``)."""
@@ -67,11 +78,53 @@ class PathRefused(ToolError):
     """A path argument that the sandbox refuses; the message says why and names the roots."""
 
 
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8, kept by surrogateescape
+        return f"\\x{code - 0xDC00:02x}"
+    if code >= 0xD800:  # any other lone surrogate (from a JSON "\\udXXX" escape)
+        return f"\\u{code:04x}"
+    return {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\x00": "\\0"}.get(match.group(), f"\\x{code:02x}")
+
+
+def printable(text: str) -> str:
+    """``text`` with what cannot travel as UTF-8 text shown as visible escapes.
+
+    A byte of a file name that is not valid UTF-8 becomes ``\\xNN``, any other lone
+    surrogate ``\\uXXXX``, a control character ``\\n``, ``\\t``, ``\\xNN``; the result
+    always encodes as UTF-8, so a message built from it cannot break the wire.
+    """
+    return _UNPRINTABLE.sub(_escape, text)
+
+
 def quote_path(arg: str) -> str:
-    """``arg`` in single quotes, shortened when very long, for an error message."""
+    """``arg`` in single quotes, escaped by :func:`printable`, shortened when very long."""
     if len(arg) > _QUOTE_LIMIT:
         arg = f"{arg[: _QUOTE_LIMIT // 2]}...{arg[-_QUOTE_LIMIT // 4 :]}"
-    return f"'{arg}'"
+    return f"'{printable(arg)}'"
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISLNK, "a symbolic link"),
+)
+
+
+def describe_kind(mode: int) -> str:
+    """``a socket``, ``a directory``, ... for a non-regular file's ``st_mode``."""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def _names_directory(text: str) -> bool:
+    """True when ``text`` ends with ``/``, ``/.`` or is ``.``: it can only name a directory."""
+    return text.endswith("/") or text.endswith("/.") or text == "."
 
 
 def _is_within(path: str, root: str) -> bool:
@@ -105,8 +158,8 @@ class Sandbox:
     def describe_roots(self) -> str:
         """``the root /a`` or ``the roots /a, /b``, for messages."""
         if len(self.roots) == 1:
-            return f"the root {self.roots[0]}"
-        return "the roots " + ", ".join(self.roots)
+            return f"the root {printable(self.roots[0])}"
+        return "the roots " + ", ".join(printable(root) for root in self.roots)
 
     def contains(self, real_path: str) -> bool:
         """True when the already-resolved ``real_path`` lies inside one of the roots."""
@@ -129,7 +182,7 @@ class Sandbox:
 
     def outside(self, arg: str, resolved: str | None = None) -> PathRefused:
         """The refusal for ``arg``, optionally saying where it resolved to."""
-        where = f" (it resolves to {resolved})" if resolved and resolved != arg else ""
+        where = f" (it resolves to {quote_path(resolved)})" if resolved and resolved != arg else ""
         return PathRefused(f"path {quote_path(arg)} is outside {self.describe_roots()}{where}")
 
     def check_argument(self, arg: object, what: str = "path") -> str:
@@ -170,6 +223,15 @@ class Sandbox:
         real = self._resolve_links(joined, text)
         if not self.contains(real):
             raise self.outside(text, real)
+        if _names_directory(text) and not os.path.isdir(real):
+            state = "is not a directory" if os.path.lexists(real) else "does not exist"
+            raise PathRefused(
+                f"{what} {quote_path(text)} ends with '/', which names a directory, but "
+                f"{quote_path(self.display(real))} {state}; drop the trailing '/' to name a file"
+            )
+        denial = current_call().path_denied(real)
+        if denial:
+            raise PathRefused(f"{what} {quote_path(text)} is denied: {denial}")
         return real
 
     def resolve_dir(self, arg: str | None, what: str = "cwd") -> str:
@@ -204,6 +266,11 @@ class Sandbox:
             except OSError as exc:
                 raise PathRefused(f"path {quote_path(arg)} cannot be resolved: {exc.strerror}") from None
             if not stat.S_ISLNK(info.st_mode):
+                if parts and not stat.S_ISDIR(info.st_mode):
+                    raise PathRefused(
+                        f"path {quote_path(arg)} is refused: {quote_path(candidate)} is not a "
+                        "directory, so nothing can follow it"
+                    )
                 current = candidate
                 continue
             hops += 1

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 import math
@@ -56,6 +57,9 @@ ProgressSink = Callable[[float, float | None, str | None], Awaitable[None]]
 
 Policy = Callable[[str, str, Mapping[str, Any]], str | None]
 """Returns a denial sentence for (tool, source, arguments), or ``None`` to allow."""
+
+PathPolicy = Callable[[str, str, str], str | None]
+"""Returns a denial sentence for (tool, source, resolved path), or ``None`` to allow."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,10 +104,12 @@ class ToolInvoker:
         timeout_seconds: float,
         policy: Policy | None = None,
         observer: Callable[[CallRecord], None] | None = None,
+        path_policy: PathPolicy | None = None,
     ) -> None:
         self.registry = registry
         self.timeout_seconds = timeout_seconds
         self.policy = policy
+        self.path_policy = path_policy
         self.observer = observer
         self._validators: dict[str, Any] = {}
 
@@ -166,6 +172,8 @@ class ToolInvoker:
         self, tool: RegisteredTool, arguments: Mapping[str, Any], progress: ProgressSink | None
     ) -> ToolResult:
         context = CallContext(tool_name=tool.name)
+        if self.path_policy is not None:
+            context.path_denied = functools.partial(self.path_policy, tool.name, tool.definition.source)
         finish_progress: Callable[[], None] = _no_pump
         async with anyio.create_task_group() as group:
             if progress is not None:
