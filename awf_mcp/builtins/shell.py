@@ -4,18 +4,25 @@ Contract
 --------
 * ``command`` runs as ``/bin/bash -c command`` (``/bin/sh`` where there is no
   bash) with stdin from ``/dev/null``, in ``cwd`` (confined by the sandbox,
-  default: the first root), in a new session and so a new process group.
+  default: the first root), under a keeper (:mod:`awf_mcp.ops.children`) in a
+  new session and so a new process group. ``cwd`` is opened once through the
+  sandbox (``O_DIRECTORY|O_NOFOLLOW`` from the root) and the keeper ``fchdir``s
+  into that descriptor: a directory swapped for a symbolic link after the check
+  cannot move the command outside.
 * ``timeout_seconds`` (default :data:`BASH_DEFAULT_TIMEOUT`, 1 to
   :data:`BASH_MAX_TIMEOUT`) bounds the whole call, including waiting for
   background processes that keep stdout or stderr open.
 * stdout and stderr are read as they come, each kept up to
   :data:`BASH_OUTPUT_BYTES`; the rest is counted and dropped.
-* On timeout, on cancellation (the call's scope cancelled, or its
-  ``cancelled`` flag set) and on :meth:`ShellRunner.close`, the whole process
-  group gets SIGTERM, then SIGKILL after :data:`BASH_KILL_GRACE` seconds, and the
-  shell is reaped. Processes a command leaves running in the background after
-  the shell exits (output redirected elsewhere) are left alone until
-  :meth:`ShellRunner.close`.
+* Nothing a command starts outlives its call. When the shell exits, the keeper
+  ends every process it left (``&``, ``nohup``, ``setsid``, ``setsid -f``, double
+  forks: the keeper is their subreaper), SIGTERM then SIGKILL after
+  :data:`BASH_KILL_GRACE` seconds. On timeout, on cancellation (the call's scope
+  cancelled, or its ``cancelled`` flag set) and on :meth:`ShellRunner.close`, the
+  keeper's process group gets SIGTERM and the keeper does the same. When the
+  server dies, even by ``kill -9``, the kernel sends the keeper SIGTERM
+  (``PR_SET_PDEATHSIG``) and it does the same. The server is a subreaper too, and
+  ends whatever a killed keeper left (its environment carries the call's marker).
 * The result starts with ``exit code N`` (``isError`` when N is not 0), or says
   the command timed out / was killed by a signal, followed by the captured
   ``--- stdout ---`` and ``--- stderr ---`` sections.
@@ -35,6 +42,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 
 from awf_mcp.builtins.args import int_argument, required_string, string_argument
 from awf_mcp.builtins.limits import (
@@ -45,11 +53,14 @@ from awf_mcp.builtins.limits import (
     MIB,
 )
 from awf_mcp.builtins.sandbox import Sandbox
+from awf_mcp.ops import children
 from awf_mcp.ops.childenv import child_environment
 from awf_mcp.ports import CallContext, ToolError, ToolResult, current_call
 
 _POLL_SECONDS = 0.2
 _FINAL_DRAIN_SECONDS = 1.0
+CALL_MARKER = "AWF_MCP_BASH_CALL"
+"""The environment variable naming the call in every process a Bash command starts."""
 
 
 def shell_path() -> str:
@@ -111,10 +122,10 @@ def group_alive(pgid: int) -> bool:
 
 
 async def stop_group(process: anyio.abc.Process) -> None:
-    """SIGTERM the process group, SIGKILL it after the grace period, and reap the leader."""
+    """SIGTERM the keeper's process group, SIGKILL it when the keeper outlives its grace; reap it."""
     with anyio.CancelScope(shield=True):
         _signal_group(process.pid, signal.SIGTERM)
-        with anyio.move_on_after(BASH_KILL_GRACE):
+        with anyio.move_on_after(2 * BASH_KILL_GRACE + 1):
             await process.wait()
         _signal_group(process.pid, signal.SIGKILL)
         await process.wait()
@@ -126,6 +137,8 @@ class ShellRunner:
     def __init__(self) -> None:
         self._running: dict[int, anyio.abc.Process] = {}
         self._lingering: set[int] = set()
+        self._subreaper = False
+        self._calls = 0
 
     async def run(self, sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
         """Run the Bash tool."""
@@ -139,18 +152,25 @@ class ShellRunner:
             arguments, "timeout_seconds", BASH_DEFAULT_TIMEOUT, minimum=1, maximum=BASH_MAX_TIMEOUT
         )
         call = current_call()
+        if not self._subreaper:
+            self._subreaper = children.become_subreaper()
+        self._calls += 1
+        marker = f"{os.getpid()}-{self._calls}"
+        cwd_fd = sandbox.open_dir(cwd)
         try:
             process = await anyio.open_process(
-                [shell_path(), "-c", command],
+                children.kept_command([shell_path(), "-c", command], cwd_fd=cwd_fd, grace=BASH_KILL_GRACE),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                cwd=cwd,
-                env=child_environment(),
+                env={**child_environment(), CALL_MARKER: marker},
                 start_new_session=True,
+                pass_fds=(cwd_fd,),
             )
         except OSError as exc:
             raise ToolError(f"cannot start the shell: {exc.strerror or exc}") from exc
+        finally:
+            os.close(cwd_fd)
         self._running[process.pid] = process
         stdout, stderr = _Capture(), _Capture()
         try:
@@ -163,6 +183,8 @@ class ShellRunner:
                 self._running.pop(process.pid, None)
                 if group_alive(process.pid):
                     self._lingering.add(process.pid)
+                if self._subreaper:
+                    await anyio.to_thread.run_sync(children.end_marked, CALL_MARKER, marker)
         return _result(outcome, process.returncode, timeout, stdout, stderr)
 
     async def _supervise(
@@ -216,6 +238,9 @@ class ShellRunner:
         for pgid in list(self._lingering):
             _signal_group(pgid, signal.SIGKILL)
         self._lingering.clear()
+        if self._subreaper:
+            for call in range(1, self._calls + 1):
+                children.end_marked(CALL_MARKER, f"{os.getpid()}-{call}")
 
 
 def _result(
