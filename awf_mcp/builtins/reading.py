@@ -4,9 +4,12 @@ Contract
 --------
 * Text comes back exactly as stored (decoded as UTF-8, undecodable bytes
   replaced), without line numbers, starting at 0-based line ``offset`` and
-  holding at most ``limit`` lines (default :data:`READ_DEFAULT_LINES`) and at
-  most :data:`MAX_FILE_BYTES`. When more of the file remains, a note after a
-  blank line says which lines were shown and the ``offset`` to continue from.
+  holding at most ``limit`` lines (default :data:`READ_DEFAULT_LINES`), at
+  most :data:`MAX_FILE_BYTES` of the file and at most :data:`READ_RESULT_BYTES`
+  once encoded for the wire (UTF-8 and JSON escapes counted, measured while the
+  page is built). When more of the file remains, a note after a blank line says
+  which lines were shown and the ``offset`` to continue from.
+* Skipping to ``offset`` stops as soon as the call is cancelled or times out.
 * PNG, JPEG, GIF and WebP files (recognised by their magic bytes) come back as
   one image content item, up to :data:`MAX_IMAGE_BYTES`.
 * Any other file with a NUL byte in its first :data:`BINARY_SNIFF_BYTES` is
@@ -15,18 +18,21 @@ Contract
 
 from __future__ import annotations
 
+import codecs
 import io
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from awf_mcp.builtins.args import int_argument, required_string
-from awf_mcp.builtins.fileio import open_regular, skip_line
+from awf_mcp.builtins.fileio import check_cancelled, open_regular, skip_line
 from awf_mcp.builtins.limits import (
     BINARY_SNIFF_BYTES,
     MAX_FILE_BYTES,
     MAX_IMAGE_BYTES,
     MIB,
     READ_DEFAULT_LINES,
+    READ_RESULT_BYTES,
 )
 from awf_mcp.builtins.sandbox import Sandbox, quote_path
 from awf_mcp.ports import ToolContent, ToolError, ToolResult, image_mime_type
@@ -77,6 +83,13 @@ def _read_page(stream: io.BufferedReader, shown: str, offset: int, limit: int, s
         if end == 0:  # the first line alone is longer than the limit: show its start
             end = MAX_FILE_BYTES
             oversized_line = True
+    fitted = _fit_to_wire(data, end, READ_RESULT_BYTES - _NOTE_ROOM)
+    if fitted < end:
+        left_over = True
+        end = data.rfind(b"\n", 0, fitted) + 1
+        oversized_line = end == 0
+        if oversized_line:  # the first line alone does not fit: show its start
+            end = fitted
     more = left_over or end < len(data) or bool(stream.peek(1))
     text = data[:end].decode("utf-8", "replace")
     if not more:
@@ -89,8 +102,8 @@ def _read_page(stream: io.BufferedReader, shown: str, offset: int, limit: int, s
     following = offset + shown_lines
     if oversized_line:
         note = (
-            f"[line {following} is longer than {MAX_FILE_BYTES // MIB} MiB: only its start is shown; "
-            f"call Read with offset={following} to continue after it]"
+            f"[line {following} is longer than one Read returns ({MAX_FILE_BYTES // MIB} MiB): only its "
+            f"start is shown; call Read with offset={following} to continue after it]"
         )
     else:
         note = (
@@ -122,3 +135,44 @@ def _end_of_line(data: bytes, count: int) -> int:
     if newlines == count:
         return data.rindex(b"\n") + 1
     return len(data) - len(data.split(b"\n", count)[-1])
+
+
+_NOTE_ROOM = 512
+"""Bytes kept free under :data:`READ_RESULT_BYTES` for the continuation note."""
+
+_FIT_CHUNK = 64 * 1024
+
+
+def _wire_size(text: str) -> int:
+    """Bytes ``text`` takes as a JSON string on the wire (without its quotes)."""
+    return len(json.dumps(text, ensure_ascii=False).encode("utf-8", "surrogatepass")) - 2
+
+
+def _fit_to_wire(data: bytes, end: int, budget: int) -> int:
+    """The largest ``cut <= end`` whose decoded ``data[:cut]`` takes at most ``budget`` wire bytes.
+
+    One pass in chunks, then a search inside the chunk that crosses the budget:
+    never more than a chunk of decoded text is held at a time.
+    """
+    if end <= budget // 6:  # no byte can cost more than 6 on the wire
+        return end
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    used = 0
+    for start in range(0, end, _FIT_CHUNK):
+        check_cancelled()
+        stop = min(start + _FIT_CHUNK, end)
+        state = decoder.getstate()
+        cost = _wire_size(decoder.decode(data[start:stop], final=stop == end))
+        if used + cost <= budget:
+            used += cost
+            continue
+        low, high = start, stop  # data[:low] fits, data[:high] does not
+        while high - low > 1:
+            middle = (low + high) // 2
+            decoder.setstate(state)
+            if used + _wire_size(decoder.decode(data[start:middle], final=True)) <= budget:
+                low = middle
+            else:
+                high = middle
+        return low
+    return end

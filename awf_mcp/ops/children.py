@@ -65,7 +65,9 @@ def become_subreaper() -> bool:
     return _prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
-def kept_command(argv: Sequence[str], *, cwd_fd: int | None = None, grace: float = DEFAULT_GRACE) -> list[str]:
+def kept_command(
+    argv: Sequence[str], *, cwd_fd: int | None = None, grace: float = DEFAULT_GRACE
+) -> list[str]:
     """The command line running ``argv`` under a keeper; pass ``cwd_fd`` in ``pass_fds`` too."""
     return [
         sys.executable,
