@@ -7,6 +7,7 @@ used where the test needs the frame's bytes, parallel calls or signals.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -113,9 +114,20 @@ def test_parallel_edits_of_one_file_all_land(root: Path) -> None:
         server.initialize()
         server.send_lines(
             [
-                (
-                    '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"Edit","arguments":'
-                    '{"path":"big.txt","old":"line %05d ","new":"EDITED %05d "}}}' % (1000 + n, n, n)
+                json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 1000 + n,
+                        "method": "tools/call",
+                        "params": {
+                            "name": "Edit",
+                            "arguments": {
+                                "path": "big.txt",
+                                "old": f"line {n:05d} ",
+                                "new": f"EDITED {n:05d} ",
+                            },
+                        },
+                    }
                 ).encode()
                 for n in edits
             ]
