@@ -5,9 +5,9 @@ Contract
 * Text comes back exactly as stored (decoded as UTF-8, undecodable bytes
   replaced), without line numbers, starting at 0-based line ``offset`` and
   holding at most ``limit`` lines (default :data:`READ_DEFAULT_LINES`), at
-  most :data:`MAX_FILE_BYTES` of the file and at most :data:`READ_RESULT_BYTES`
-  once encoded for the wire (UTF-8 and JSON escapes counted, measured while the
-  page is built). When more of the file remains, a note after a blank line says
+  most :data:`MAX_FILE_BYTES` of the file, and text of at most
+  :data:`READ_RESULT_BYTES` once encoded for the wire (UTF-8 and JSON escapes
+  counted, measured while the page is built; the note adds under 200 bytes). When more of the file remains, a note after a blank line says
   which lines were shown and the ``offset`` to continue from.
 * Skipping to ``offset`` stops as soon as the call is cancelled or times out.
 * PNG, JPEG, GIF and WebP files (recognised by their magic bytes) come back as
@@ -83,7 +83,7 @@ def _read_page(stream: io.BufferedReader, shown: str, offset: int, limit: int, s
         if end == 0:  # the first line alone is longer than the limit: show its start
             end = MAX_FILE_BYTES
             oversized_line = True
-    fitted = _fit_to_wire(data, end, READ_RESULT_BYTES - _NOTE_ROOM)
+    fitted = _fit_to_wire(data, end, READ_RESULT_BYTES)
     if fitted < end:
         left_over = True
         end = data.rfind(b"\n", 0, fitted) + 1
@@ -102,8 +102,8 @@ def _read_page(stream: io.BufferedReader, shown: str, offset: int, limit: int, s
     following = offset + shown_lines
     if oversized_line:
         note = (
-            f"[line {following} is longer than one Read returns ({MAX_FILE_BYTES // MIB} MiB): only its "
-            f"start is shown; call Read with offset={following} to continue after it]"
+            f"[line {following} is longer than {MAX_FILE_BYTES // MIB} MiB on the wire: only its start is "
+            f"shown; call Read with offset={following} to continue after it]"
         )
     else:
         note = (
@@ -136,9 +136,6 @@ def _end_of_line(data: bytes, count: int) -> int:
         return data.rindex(b"\n") + 1
     return len(data) - len(data.split(b"\n", count)[-1])
 
-
-_NOTE_ROOM = 512
-"""Bytes kept free under :data:`READ_RESULT_BYTES` for the continuation note."""
 
 _FIT_CHUNK = 64 * 1024
 
