@@ -38,7 +38,7 @@ def _per_plugin(manager: pluggy.PluginManager, hook_name: str) -> list[tuple[str
     """(plugin name, a hook caller reaching only that plugin) for each implementation of ``hook_name``."""
     hook = getattr(manager.hook, hook_name)
     plugins = [impl.plugin for impl in hook.get_hookimpls()]
-    callers = []
+    callers: list[tuple[str, Callable[..., list[Any]]]] = []
     for plugin in dict.fromkeys(plugins):
         others = [other for other in plugins if other is not plugin]
         callers.append((manager.get_name(plugin) or "?", manager.subset_hook_caller(hook_name, others)))
