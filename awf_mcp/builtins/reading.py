@@ -7,8 +7,9 @@ Contract
   holding at most ``limit`` lines (default :data:`READ_DEFAULT_LINES`), at
   most :data:`MAX_FILE_BYTES` of the file, and text of at most
   :data:`READ_RESULT_BYTES` once encoded for the wire (UTF-8 and JSON escapes
-  counted, measured while the page is built; the note adds under 200 bytes). When more of the file remains, a note after a blank line says
-  which lines were shown and the ``offset`` to continue from.
+  counted, measured while the page is built; the note adds under 200 bytes).
+  When more of the file remains, a note after a blank line says which lines
+  were shown and the ``offset`` to continue from.
 * Skipping to ``offset`` stops as soon as the call is cancelled or times out.
 * PNG, JPEG, GIF and WebP files (recognised by their magic bytes) come back as
   one image content item, up to :data:`MAX_IMAGE_BYTES`.

@@ -157,13 +157,19 @@ class ShellRunner:
         self._calls += 1
         marker = f"{os.getpid()}-{self._calls}"
         cwd_fd = sandbox.open_dir(cwd)
+        keeper, env = children.kept_command(
+            [shell_path(), "-c", command],
+            {**child_environment(), CALL_MARKER: marker},
+            cwd_fd=cwd_fd,
+            grace=BASH_KILL_GRACE,
+        )
         try:
             process = await anyio.open_process(
-                children.kept_command([shell_path(), "-c", command], cwd_fd=cwd_fd, grace=BASH_KILL_GRACE),
+                keeper,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env={**child_environment(), CALL_MARKER: marker},
+                env=env,
                 start_new_session=True,
                 pass_fds=(cwd_fd,),
             )
@@ -174,7 +180,7 @@ class ShellRunner:
         self._running[process.pid] = process
         stdout, stderr = _Capture(), _Capture()
         try:
-            outcome = await self._supervise(process, stdout, stderr, timeout, call)
+            outcome = await self._supervise(process, stdout, stderr, timeout, call, marker)
         finally:
             with anyio.CancelScope(shield=True):
                 if process.returncode is None:
@@ -183,8 +189,8 @@ class ShellRunner:
                 self._running.pop(process.pid, None)
                 if group_alive(process.pid):
                     self._lingering.add(process.pid)
-                if self._subreaper:
-                    await anyio.to_thread.run_sync(children.end_marked, CALL_MARKER, marker)
+                if self._subreaper and process.returncode == -signal.SIGKILL:
+                    await anyio.to_thread.run_sync(children.end_marked, CALL_MARKER, marker, process.pid)
         return _result(outcome, process.returncode, timeout, stdout, stderr)
 
     async def _supervise(
@@ -194,6 +200,7 @@ class ShellRunner:
         stderr: _Capture,
         timeout: int,
         call: CallContext,
+        marker: str,
     ) -> str:
         """Wait for the command; ``"exited"``, ``"timeout"`` or ``"cancelled"``."""
         started = anyio.current_time()
@@ -220,7 +227,11 @@ class ShellRunner:
                 async with anyio.create_task_group() as readers:
                     readers.start_soon(_drain, process.stdout, stdout)
                     readers.start_soon(_drain, process.stderr, stderr)
-                await process.wait()
+                    await process.wait()
+                    if self._subreaper and process.returncode == -signal.SIGKILL:
+                        # The keeper was killed before it could clean up: end what it left
+                        # (it may hold the pipes open).
+                        await anyio.to_thread.run_sync(children.end_marked, CALL_MARKER, marker, process.pid)
             watchers.cancel_scope.cancel()
         if not deadline.cancelled_caught:
             return "exited"

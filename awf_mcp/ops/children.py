@@ -30,11 +30,12 @@ keeper with SIGKILL *and* detaches escapes; see docs/security.md.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -65,11 +66,24 @@ def become_subreaper() -> bool:
     return _prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
+KEEPER_ARGV = "AWF_MCP_KEEPER_ARGV"
+"""The environment variable carrying the command to a keeper (a JSON list); removed before exec."""
+
+
 def kept_command(
-    argv: Sequence[str], *, cwd_fd: int | None = None, grace: float = DEFAULT_GRACE
-) -> list[str]:
-    """The command line running ``argv`` under a keeper; pass ``cwd_fd`` in ``pass_fds`` too."""
-    return [
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    cwd_fd: int | None = None,
+    grace: float = DEFAULT_GRACE,
+) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment running ``argv`` with ``env`` under a keeper.
+
+    The command travels in the environment, not on the keeper's command line, so
+    the keeper's ``/proc/PID/cmdline`` shows only the keeper. Pass ``cwd_fd`` in
+    ``pass_fds`` too.
+    """
+    keeper = [
         sys.executable,
         "-I",
         "-S",
@@ -77,9 +91,8 @@ def kept_command(
         str(os.getpid()),
         str(-1 if cwd_fd is None else cwd_fd),
         repr(grace),
-        "--",
-        *argv,
     ]
+    return keeper, {**env, KEEPER_ARGV: json.dumps(list(argv))}
 
 
 def descendants(pid: int) -> list[int]:
@@ -140,14 +153,31 @@ def _environment_has(pid: int, entry: bytes) -> bool:
         return False
 
 
-def end_marked(name: str, value: str) -> int:
+def _reap_group_zombies(group: int) -> None:
+    """Reap the exited children of this process that were in process group ``group``."""
+    me = str(os.getpid()).encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat_file:
+                state, parent, pgrp = stat_file.read().rsplit(b")", 1)[1].split()[:3]
+        except (OSError, ValueError):
+            continue
+        if state == b"Z" and parent == me and int(pgrp) == group:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(int(entry), os.WNOHANG)
+
+
+def end_marked(name: str, value: str, group: int | None = None) -> int:
     """SIGKILL and reap every descendant of this process whose environment holds ``name=value``.
 
     The backstop for a keeper that was itself killed: its detached processes were
     reparented to this process (a subreaper, see :func:`become_subreaper`). Only
     processes carrying the marker are touched, and only they are reaped (by pid),
-    so other children and their owners' waits are left alone. Returns how many
-    were killed.
+    so other children and their owners' waits are left alone. With ``group``
+    (the dead keeper's process group), the exited processes of that group that were
+    reparented here are reaped too. Returns how many were killed.
     """
     entry = f"{name}={value}".encode()
     killed = 0
@@ -162,6 +192,8 @@ def end_marked(name: str, value: str) -> int:
         for pid in marked:
             with contextlib.suppress(ChildProcessError):  # not our child (yet): its parent dies first
                 os.waitpid(pid, 0)
+    if group is not None:
+        _reap_group_zombies(group)
     return killed
 
 
@@ -234,10 +266,11 @@ def keep(parent: int, cwd_fd: int, grace: float, argv: list[str]) -> int:
 
 
 def main(args: list[str]) -> None:
-    """``children.py PARENT_PID CWD_FD GRACE -- COMMAND...``: see :func:`keep`."""
-    parent, cwd_fd, grace, separator, *argv = args
-    if separator != "--" or not argv:
-        raise SystemExit("usage: children.py PARENT_PID CWD_FD GRACE -- COMMAND...")
+    """``children.py PARENT_PID CWD_FD GRACE`` with the command in ``$AWF_MCP_KEEPER_ARGV``."""
+    if len(args) != 3 or not os.environ.get(KEEPER_ARGV):
+        raise SystemExit(f"usage: {KEEPER_ARGV}=COMMAND children.py PARENT_PID CWD_FD GRACE")
+    parent, cwd_fd, grace = args
+    argv = json.loads(os.environ.pop(KEEPER_ARGV))
     code = keep(int(parent), int(cwd_fd), float(grace), argv)
     if code < 0:
         with contextlib.suppress(OSError, ValueError):  # SIGKILL cannot be handled, nor reset

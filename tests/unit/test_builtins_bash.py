@@ -145,6 +145,14 @@ async def test_detached_processes_end_with_the_call(tools: BuiltinTools, marker:
 
 
 @pytest.mark.anyio
+async def test_what_a_killed_keeper_left_is_ended_too(tools: BuiltinTools, marker: str) -> None:
+    command = f"setsid sh -c 'sleep 305; true {marker}' & sleep 0.5; kill -9 $PPID; sleep 5"
+    result = await run(tools, command=command)
+    assert result.is_error and "SIGKILL" in result.content[0].text
+    assert_nothing_left(marker)
+
+
+@pytest.mark.anyio
 async def test_cwd_is_entered_by_descriptor_not_by_name(
     root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
