@@ -66,6 +66,9 @@ def become_subreaper() -> bool:
     return _prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
+KEEPER_COMMAND = "__awf_mcp_keeper__"
+"""The hidden first argument with which the frozen binary runs :func:`main` (see cli/main.py)."""
+
 KEEPER_ARGV = "AWF_MCP_KEEPER_ARGV"
 """The environment variable carrying the command to a keeper (a JSON list); removed before exec."""
 
@@ -83,15 +86,12 @@ def kept_command(
     the keeper's ``/proc/PID/cmdline`` shows only the keeper. Pass ``cwd_fd`` in
     ``pass_fds`` too.
     """
-    keeper = [
-        sys.executable,
-        "-I",
-        "-S",
-        os.path.abspath(__file__),
-        str(os.getpid()),
-        str(-1 if cwd_fd is None else cwd_fd),
-        repr(grace),
-    ]
+    if getattr(sys, "frozen", False):  # the one-file binary: its entry point dispatches KEEPER_COMMAND
+        # Its bootloader sits between us and the keeper, so the keeper cannot check its parent.
+        runner, parent = [sys.executable, KEEPER_COMMAND], 0
+    else:
+        runner, parent = [sys.executable, "-I", "-S", os.path.abspath(__file__)], os.getpid()
+    keeper = [*runner, str(parent), str(-1 if cwd_fd is None else cwd_fd), repr(grace)]
     return keeper, {**env, KEEPER_ARGV: json.dumps(list(argv))}
 
 
@@ -232,7 +232,7 @@ def keep(parent: int, cwd_fd: int, grace: float, argv: list[str]) -> int:
     for signum in _STOP_SIGNALS:
         signal.signal(signum, _raise_stop)
     set_death_signal(signal.SIGTERM)
-    if os.getppid() != parent:  # the server died before the death signal was armed
+    if parent and os.getppid() != parent:  # the server died before the death signal was armed
         return 128 + signal.SIGTERM
     become_subreaper()
     if cwd_fd >= 0:
