@@ -29,13 +29,16 @@ keeper with SIGKILL *and* detaches escapes; see docs/security.md.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import signal
 import sys
 import time
-from collections.abc import Mapping, Sequence
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the keeper imports as little as it can
+if TYPE_CHECKING:
+    import signal
+    from collections.abc import Mapping, Sequence
+else:  # the C module: the same names, without the enum import that costs the keeper milliseconds
+    import _signal as signal
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -70,7 +73,9 @@ KEEPER_COMMAND = "__awf_mcp_keeper__"
 """The hidden first argument with which the frozen binary runs :func:`main` (see cli/main.py)."""
 
 KEEPER_ARGV = "AWF_MCP_KEEPER_ARGV"
-"""The environment variable carrying the command to a keeper (a JSON list); removed before exec."""
+"""The environment variables carrying the command to a keeper: ``<this>`` holds the argument count,
+``<this>_0``, ``<this>_1``... the arguments; all removed before exec. (No ``json``: the keeper
+starts with as few imports as it can, as it runs once per command.)"""
 
 
 def kept_command(
@@ -92,7 +97,24 @@ def kept_command(
     else:
         runner, parent = [sys.executable, "-I", "-S", os.path.abspath(__file__)], os.getpid()
     keeper = [*runner, str(parent), str(-1 if cwd_fd is None else cwd_fd), repr(grace)]
-    return keeper, {**env, KEEPER_ARGV: json.dumps(list(argv))}
+    passed = {f"{KEEPER_ARGV}_{index}": argument for index, argument in enumerate(argv)}
+    return keeper, {**env, KEEPER_ARGV: str(len(argv)), **passed}
+
+
+def _kill(pid: int, signum: int) -> bool:
+    try:
+        os.kill(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _wait(pid: int, options: int) -> bool:
+    try:
+        os.waitpid(pid, options)
+    except ChildProcessError:
+        return False
+    return True
 
 
 def descendants(pid: int) -> list[int]:
@@ -140,8 +162,7 @@ def end_descendants(grace: float = DEFAULT_GRACE) -> None:
     while reap():
         signum = signal.SIGTERM if time.monotonic() < deadline else signal.SIGKILL
         for pid in descendants(os.getpid()):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signum)
+            _kill(pid, signum)
         time.sleep(_POLL)
 
 
@@ -165,8 +186,7 @@ def _reap_group_zombies(group: int) -> None:
         except (OSError, ValueError):
             continue
         if state == b"Z" and parent == me and int(pgrp) == group:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(int(entry), os.WNOHANG)
+            _wait(int(entry), os.WNOHANG)
 
 
 def end_marked(name: str, value: str, group: int | None = None) -> int:
@@ -186,12 +206,9 @@ def end_marked(name: str, value: str, group: int | None = None) -> int:
         if not marked:
             break
         for pid in marked:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
+            killed += _kill(pid, signal.SIGKILL)
         for pid in marked:
-            with contextlib.suppress(ChildProcessError):  # not our child (yet): its parent dies first
-                os.waitpid(pid, 0)
+            _wait(pid, 0)  # fails quietly for one not our child (yet): its parent dies first
     if group is not None:
         _reap_group_zombies(group)
     return killed
@@ -270,10 +287,10 @@ def main(args: list[str]) -> None:
     if len(args) != 3 or not os.environ.get(KEEPER_ARGV):
         raise SystemExit(f"usage: {KEEPER_ARGV}=COMMAND children.py PARENT_PID CWD_FD GRACE")
     parent, cwd_fd, grace = args
-    argv = json.loads(os.environ.pop(KEEPER_ARGV))
+    argv = [os.environ.pop(f"{KEEPER_ARGV}_{index}") for index in range(int(os.environ.pop(KEEPER_ARGV)))]
     code = keep(int(parent), int(cwd_fd), float(grace), argv)
     if code < 0:
-        with contextlib.suppress(OSError, ValueError):  # SIGKILL cannot be handled, nor reset
+        if -code not in (signal.SIGKILL, signal.SIGSTOP):  # these cannot be handled, nor reset
             signal.signal(-code, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [-code])
         os.kill(os.getpid(), -code)
