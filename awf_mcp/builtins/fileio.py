@@ -13,8 +13,9 @@ Contract
 * :meth:`WriteTarget.replace` replaces a file's content all at once: a temporary
   file in the same directory, ``fsync``, ``os.replace``, then an ``fsync`` of the
   directory. An existing file keeps its owner, group, permission bits and
-  extended attributes (ACLs included), except that setuid is cleared, and setgid
-  when the group may execute, as the kernel does on a write. Whatever fails, the
+  extended attributes (ACLs included), except that setuid is cleared, setgid
+  when the group may execute, and file capabilities dropped, as the kernel does
+  on a write. Whatever fails, the
   temporary file is removed and the original is left untouched.
 * A file with more than one hard link, or whose owner the server may not give
   away, is rewritten in place instead (same inode: every name sees the new text,
@@ -155,6 +156,10 @@ def _stat_or_none(name: str, dir_fd: int) -> os.stat_result | None:
         return None
 
 
+_CAPABILITIES = "security.capability"
+"""File capabilities: dropped on a write, as the kernel does, never carried to new content."""
+
+
 def _kept_mode(mode: int) -> int:
     """``mode``'s permission bits less what a write clears: setuid, and setgid when group-executable."""
     kept = stat.S_IMODE(mode) & ~stat.S_ISUID
@@ -206,6 +211,8 @@ class WriteTarget:
                 raise ToolError(f"{quote_path(self.shown)} was replaced while being written; try again")
             if stat.S_IMODE(info.st_mode) != _kept_mode(info.st_mode):
                 os.fchmod(fd, _kept_mode(info.st_mode))
+            with contextlib.suppress(OSError):  # a write drops file capabilities, like setuid
+                os.removexattr(fd, _CAPABILITIES)
             os.set_blocking(fd, True)
             _write_all(fd, data)
             os.ftruncate(fd, len(data))
@@ -250,6 +257,8 @@ class WriteTarget:
                 raise
             names = []
         for attribute in names:
+            if attribute == _CAPABILITIES:  # a write drops file capabilities, like setuid
+                continue
             try:
                 os.setxattr(fd, attribute, os.getxattr(source, attribute, follow_symlinks=False))
             except OSError as exc:

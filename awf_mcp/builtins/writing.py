@@ -17,7 +17,8 @@ Contract
   sees the old content or the new one, never a mix (except for a file with
   several hard links, rewritten in place), and a failure leaves the original
   intact and no temporary file behind. Owner, group and extended attributes are
-  kept; setuid and setgid are cleared as the kernel does on a write.
+  kept; setuid, setgid and file capabilities are cleared as the kernel does on a
+  write.
 """
 
 from __future__ import annotations

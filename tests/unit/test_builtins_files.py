@@ -394,3 +394,14 @@ async def test_read_result_is_bounded_in_wire_bytes(tools: BuiltinTools, root: P
     assert "more follow: call Read with offset=" in text
     following = int(text.rsplit("offset=", 1)[1].split()[0])
     assert text.count("\n") >= following > 1000
+
+
+@pytest.mark.anyio
+async def test_writes_drop_file_capabilities(tools: BuiltinTools, root: Path) -> None:
+    target = root / "tool"
+    target.write_bytes(b"#!/bin/sh\n")
+    # VFS_CAP_REVISION_2 granting CAP_NET_RAW (bit 13), permitted and effective.
+    capability = bytes.fromhex("01000002" + "00200000" + "00000000" + "00000000" + "00000000")
+    os.setxattr(target, "security.capability", capability)
+    await text_of(tools, "Write", path="tool", content="#!/bin/sh\necho new\n")
+    assert "security.capability" not in os.listxattr(target)
