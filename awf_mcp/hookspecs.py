@@ -38,3 +38,16 @@ def awf_mcp_instructions() -> str | None:
 @hookspec
 def awf_mcp_authorize_call(tool: str, source: str, arguments: Mapping[str, Any]) -> str | None:
     """Called before every tool call; return a reason string to deny it, ``None`` to allow."""
+
+
+@hookspec
+def awf_mcp_authorize_path(tool: str, source: str, path: str) -> str | None:
+    """Called for every resolved path a built-in file tool or Bash ``cwd`` is about to touch.
+
+    ``path`` is absolute with every symbolic link followed (``.env/`` and
+    ``sub/../.env`` both arrive as ``/root/.env``); Grep and Glob ask about every
+    file and directory their walk would read or list. Return a reason string to
+    refuse the path (a path argument is refused with it, a walked entry is
+    skipped), ``None`` to allow it. It runs in the tool's worker thread, often:
+    keep it fast.
+    """

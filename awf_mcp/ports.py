@@ -198,12 +198,16 @@ class CallContext:
     ``output_budget`` is how many UTF-8 bytes of result text reach the model
     (``None`` outside a served call; :func:`awf_mcp.budget.current_budget` fills
     in the default): a tool that sizes its own result stays within it.
+    ``path_denied(path)`` asks the path policy (the ``awf_mcp_authorize_path``
+    hook) about one resolved, absolute path the call is about to touch: a reason
+    string means refuse it, ``None`` allow it (the default allows everything).
     """
 
     tool_name: str
     report_progress: ProgressReporter = field(default=lambda progress, total, message: None)
     cancelled: threading.Event = field(default_factory=threading.Event)
     output_budget: int | None = None
+    path_denied: Callable[[str], str | None] = field(default=lambda path: None)
 
 
 _current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(

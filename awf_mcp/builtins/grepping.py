@@ -154,7 +154,7 @@ def _lines(stream: BinaryIO) -> Iterator[bytes | None]:
         if not line:
             return
         if len(line) > GREP_MAX_LINE_BYTES and not line.endswith(b"\n"):
-            skip_line(stream, cancelled=cancelled)
+            skip_line(stream)
             yield None
             continue
         yield line[:-1] if line.endswith(b"\n") else line

@@ -13,22 +13,22 @@ Contract
   that job, within the call's output budget (the rest waits for the next call), with the
   job's state and exit code. ``KillShell`` kills the job's whole process group (SIGTERM,
   then SIGKILL after :data:`~awf_mcp.builtins.limits.BASH_KILL_GRACE` seconds).
-* Jobs never outlive the server: :meth:`JobTable.close` (stdin EOF, SIGTERM, SIGINT)
-  kills every group, and each job's shell gets SIGTERM from the kernel if the server
-  dies (``PR_SET_PDEATHSIG``, even on ``kill -9``), on which it kills its own group.
+* A job runs under the same keeper as a foreground command
+  (:mod:`awf_mcp.ops.children`): when its shell exits, whatever it started ends too,
+  detached or not. Jobs never outlive the server: :meth:`JobTable.close` (stdin EOF,
+  SIGTERM, SIGINT) kills every group, and if the server dies, even by ``kill -9``, the
+  kernel sends each keeper SIGTERM (``PR_SET_PDEATHSIG``) and it ends its job.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import IO
 
@@ -36,6 +36,7 @@ from awf_mcp import budget
 from awf_mcp.builtins.limits import BASH_KILL_GRACE
 from awf_mcp.builtins.outputs import OutputDir, StreamLog
 from awf_mcp.builtins.shell import group_alive, signal_group
+from awf_mcp.ops import children
 from awf_mcp.ports import ToolError, ToolResult
 
 MAX_JOBS = 8
@@ -43,18 +44,6 @@ MAX_JOBS = 8
 
 MAX_KEPT = 32
 """Jobs remembered (running or finished); the oldest finished ones are forgotten first."""
-
-_PR_SET_PDEATHSIG = 1
-
-# The job's shell kills its whole group when it gets SIGTERM, which the kernel sends when
-# the server dies: so even `kill -9` of the server leaves no job running.
-_GUARD_HEAD = 'trap "kill -KILL 0" TERM; ( '
-_GUARD_TAIL = "\n) < /dev/null & wait $!"
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _pump(pipe: IO[bytes] | None, log: StreamLog) -> None:
@@ -100,15 +89,25 @@ class Job:
 class JobTable:
     """The server's background jobs."""
 
-    def __init__(self, outputs: OutputDir, spawn_env: Callable[[], dict[str, str]]) -> None:
+    def __init__(self, outputs: OutputDir, spawn_env: Callable[[], Mapping[str, str]]) -> None:
         self.outputs = outputs
         self.spawn_env = spawn_env
         self._jobs: dict[str, Job] = {}
         self._counter = 0
         self._lock = threading.Lock()
 
-    def start(self, shell: str, command: str, cwd: str) -> ToolResult:
-        """Start ``command`` in the background; the result names the job."""
+    def start(self, shell: str, command: str, cwd_fd: int) -> ToolResult:
+        """Start ``command`` in directory ``cwd_fd`` (closed here) as a job; the result names it.
+
+        Call it from the event loop's thread: a keeper's death signal follows the thread that
+        started it, and worker threads come and go.
+        """
+        try:
+            return self._start(shell, command, cwd_fd)
+        finally:
+            os.close(cwd_fd)
+
+    def _start(self, shell: str, command: str, cwd_fd: int) -> ToolResult:
         with self._lock:
             running = [job.id for job in self._jobs.values() if job.running]
             if len(running) >= MAX_JOBS:
@@ -120,16 +119,16 @@ class JobTable:
             job_id = f"bash_{self._counter}"
         stdout = StreamLog(self.outputs.new_file(f"{job_id}.stdout"), 64 * 1024)
         stderr = StreamLog(self.outputs.new_file(f"{job_id}.stderr"), 64 * 1024)
+        keeper, env = children.kept_command([shell, "-c", command], self.spawn_env(), cwd_fd=cwd_fd)
         try:
             process = subprocess.Popen(
-                [shell, "-c", _GUARD_HEAD + command + _GUARD_TAIL],
+                keeper,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                cwd=cwd,
-                env=self.spawn_env(),
+                env=env,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                pass_fds=(cwd_fd,),
             )
         except OSError as exc:
             stdout.close()
@@ -192,20 +191,26 @@ class JobTable:
         return ToolResult.text(f"job {job.id} killed (its whole process group)")
 
     def close(self) -> None:
-        """Kill every job's process group and reap the shells."""
+        """End every job: SIGTERM to each group (its keeper ends and reaps the rest), then SIGKILL."""
         with self._lock:
-            jobs = list(self._jobs.values())
+            jobs = [job for job in self._jobs.values() if job.process.poll() is None]
         for job in jobs:
-            signal_group(job.process.pid, signal.SIGKILL)
+            signal_group(job.process.pid, signal.SIGTERM)
         for job in jobs:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                job.process.wait(timeout=BASH_KILL_GRACE)
+            _await_keeper(job.process)
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the job's group: its keeper ends and reaps everything the job started."""
     signal_group(process.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=BASH_KILL_GRACE)
-    signal_group(process.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=BASH_KILL_GRACE)
+    _await_keeper(process)
+
+
+def _await_keeper(process: subprocess.Popen[bytes]) -> None:
+    """Wait for a signalled keeper (it ends its descendants within its grace); SIGKILL it if it hangs."""
+    try:
+        process.wait(timeout=2 * BASH_KILL_GRACE + 1)
+    except subprocess.TimeoutExpired:
+        signal_group(process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=BASH_KILL_GRACE)

@@ -8,6 +8,16 @@ MIB = 1024 * 1024
 MAX_FILE_BYTES = 5 * MIB
 """Read returns at most this much text; Write and Edit refuse content (or files) over it."""
 
+READ_RESULT_BYTES = 6 * MIB
+"""The most bytes the text of one Read result may take on the wire (as a JSON string).
+
+Counted while the result is built: UTF-8 bytes plus JSON escapes, so a Latin-1
+file (each byte one 3-byte U+FFFD) or control characters (6-byte ``\\u00XX``) do
+not triple the frame. A little over :data:`MAX_FILE_BYTES`, so that ordinary text
+(each newline two bytes as ``\\n``) still gets its full 5 MiB page.
+One parameter, so that a per-client budget can replace it.
+"""
+
 MAX_IMAGE_BYTES = 5 * MIB
 """The largest image Read returns as image content."""
 

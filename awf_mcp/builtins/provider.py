@@ -81,8 +81,7 @@ class BuiltinTools:
         if name == "Bash":
             if arguments.get("run_in_background") is True:
                 command, cwd = self._shell.checked(self.sandbox, arguments)
-                # Started on the event loop's thread: the job's death signal follows that thread.
-                return self._jobs.start(shell_path(), command, cwd)
+                return self._jobs.start(shell_path(), command, self.sandbox.open_dir(cwd))
             return await self._shell.run(self.sandbox, arguments)
         if name in ("BashOutput", "KillShell"):
             job_call = self._jobs.output if name == "BashOutput" else self._jobs.kill

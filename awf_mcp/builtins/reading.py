@@ -32,7 +32,7 @@ from typing import Any
 
 from awf_mcp import budget
 from awf_mcp.builtins.args import bool_argument, int_argument, optional_int, required_string
-from awf_mcp.builtins.fileio import open_regular, skip_line
+from awf_mcp.builtins.fileio import check_cancelled, open_regular, skip_line
 from awf_mcp.builtins.limits import (
     BINARY_SNIFF_BYTES,
     LINE_SHOW_CHARS,
@@ -42,7 +42,7 @@ from awf_mcp.builtins.limits import (
     READ_DEFAULT_LINES,
 )
 from awf_mcp.builtins.sandbox import Sandbox, quote_path
-from awf_mcp.ports import ToolContent, ToolError, ToolResult, current_call, image_mime_type
+from awf_mcp.ports import ToolContent, ToolError, ToolResult, image_mime_type
 
 NOTE_ROOM = 300
 """Bytes of the budget kept for the final note."""
@@ -95,11 +95,9 @@ class _Page:
 
 
 def _skip_lines(stream: io.BufferedReader, shown: str, offset: int) -> None:
-    cancelled = current_call().cancelled
     for skipped in range(offset):
-        if cancelled.is_set():
-            raise ToolError("Read was cancelled")
-        if not skip_line(stream, cancelled=cancelled):
+        check_cancelled()
+        if not skip_line(stream):
             raise ToolError(
                 f"offset {offset} is past the end of {quote_path(shown)}, which has {skipped} lines"
             )
@@ -197,14 +195,12 @@ def _show_line(raw: bytes, number: int) -> str:
 def _read_line_from(stream: io.BufferedReader, page: _Page, column: int) -> ToolResult:
     """Line ``page.offset`` from character ``column`` on, as much as the room holds."""
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
-    cancelled = current_call().cancelled
     to_skip = column
     kept: list[str] = []
     room = page.room
     ended = False
     while room > 0:
-        if cancelled.is_set():
-            raise ToolError("Read was cancelled")
+        check_cancelled()
         chunk = stream.readline(_READ_CHUNK)
         ended = not chunk or chunk.endswith(b"\n")
         text = decoder.decode(chunk.removesuffix(b"\n"), final=ended)

@@ -27,6 +27,16 @@ rest appended, and ``..`` in that non-existent tail is refused), then requires
 the result to lie inside one of the (themselves resolved) roots. Relative paths
 are relative to the first root, never to the process's working directory.
 
+A component that exists and is not a directory may not be followed by anything:
+``file/``, ``file/.``, ``file/x`` and ``file/..`` are refused (POSIX says
+``ENOTDIR``), and a trailing ``/`` on a path that does not exist is refused too, so
+``Write newdir/`` cannot create a file. Every resolved path is then handed to the
+call's path policy (:attr:`~awf_mcp.ports.CallContext.path_denied`, fed by the
+``awf_mcp_authorize_path`` hook): a denial is a refusal.
+
+Every path quoted in a message goes through :func:`quote_path`, which shows bytes
+that are not UTF-8 as ``\\xNN`` escapes and control characters escaped.
+
 Files are then opened by walking from the root one component at a time with
 ``O_NOFOLLOW`` and ``dir_fd`` (:meth:`Sandbox.open_dir`,
 :meth:`Sandbox.open_file`), so a component swapped for a symbolic link between
@@ -57,7 +67,7 @@ import stat
 import unicodedata
 from collections.abc import Sequence
 
-from awf_mcp.ports import ToolError, visible_text
+from awf_mcp.ports import ToolError, current_call, visible_text
 
 MAX_PATH_CHARS = 4096
 """The longest path argument accepted (Linux ``PATH_MAX``)."""
@@ -75,11 +85,47 @@ class PathRefused(ToolError):
     """A path argument that the sandbox refuses; the message says why and names the roots."""
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _escape_control(match: re.Match[str]) -> str:
+    char = match.group()
+    return {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\x00": "\\0"}.get(char, f"\\x{ord(char):02x}")
+
+
+def printable(text: str) -> str:
+    """``text`` as a message may quote it: control characters escaped (``\\n``, ``\\t``, ``\\xNN``)
+    and what is not UTF-8 shown as :func:`~awf_mcp.ports.visible_text` shows it, so a message
+    built from it always encodes and never spans lines.
+    """
+    return visible_text(_CONTROL.sub(_escape_control, text))
+
+
 def quote_path(arg: str) -> str:
-    """``arg`` in single quotes, shortened when very long, bytes that are not UTF-8 as ``\\xNN``."""
+    """``arg`` in single quotes, escaped by :func:`printable`, shortened when very long."""
     if len(arg) > _QUOTE_LIMIT:
         arg = f"{arg[: _QUOTE_LIMIT // 2]}...{arg[-_QUOTE_LIMIT // 4 :]}"
-    return f"'{visible_text(arg)}'"
+    return f"'{printable(arg)}'"
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISLNK, "a symbolic link"),
+)
+
+
+def describe_kind(mode: int) -> str:
+    """``a socket``, ``a directory``, ... for a non-regular file's ``st_mode``."""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def _names_directory(text: str) -> bool:
+    """True when ``text`` ends with ``/``, ``/.`` or is ``.``: it can only name a directory."""
+    return text.endswith("/") or text.endswith("/.") or text == "."
 
 
 _ESCAPED_BYTE = re.compile(r"\\x([89a-fA-F][0-9a-fA-F])")
@@ -139,8 +185,8 @@ class Sandbox:
     def describe_roots(self) -> str:
         """``the root /a`` or ``the roots /a, /b``, for messages."""
         if len(self.roots) == 1:
-            return f"the root {self.roots[0]}"
-        return "the roots " + ", ".join(self.roots)
+            return f"the root {printable(self.roots[0])}"
+        return "the roots " + ", ".join(printable(root) for root in self.roots)
 
     def contains(self, real_path: str) -> bool:
         """True when the already-resolved ``real_path`` lies inside one of the roots."""
@@ -163,7 +209,7 @@ class Sandbox:
 
     def outside(self, arg: str, resolved: str | None = None) -> PathRefused:
         """The refusal for ``arg``, optionally saying where it resolved to."""
-        where = f" (it resolves to {visible_text(resolved)})" if resolved and resolved != arg else ""
+        where = f" (it resolves to {quote_path(resolved)})" if resolved and resolved != arg else ""
         return PathRefused(f"path {quote_path(arg)} is outside {self.describe_roots()}{where}")
 
     def check_argument(self, arg: object, what: str = "path") -> str:
@@ -205,6 +251,15 @@ class Sandbox:
         real = self._resolve_links(joined, text)
         if not self.contains(real):
             raise self.outside(text, real)
+        if _names_directory(text) and not os.path.isdir(real):
+            state = "is not a directory" if os.path.lexists(real) else "does not exist"
+            raise PathRefused(
+                f"{what} {quote_path(text)} ends with '/', which names a directory, but "
+                f"{quote_path(self.display(real))} {state}; drop the trailing '/' to name a file"
+            )
+        denial = current_call().path_denied(real)
+        if denial:
+            raise PathRefused(f"{what} {quote_path(text)} is denied: {denial}")
         return real
 
     def resolve_dir(self, arg: str | None, what: str = "cwd") -> str:
@@ -239,6 +294,11 @@ class Sandbox:
             except OSError as exc:
                 raise PathRefused(f"path {quote_path(arg)} cannot be resolved: {exc.strerror}") from None
             if not stat.S_ISLNK(info.st_mode):
+                if parts and not stat.S_ISDIR(info.st_mode):
+                    raise PathRefused(
+                        f"path {quote_path(arg)} is refused: {quote_path(candidate)} is not a "
+                        "directory, so nothing can follow it"
+                    )
                 current = candidate
                 continue
             hops += 1

@@ -4,7 +4,11 @@ Contract
 --------
 * ``command`` runs as ``/bin/bash -c command`` (``/bin/sh`` where there is no
   bash) with stdin from ``/dev/null``, in ``cwd`` (confined by the sandbox,
-  default: the first root), in a new session and so a new process group.
+  default: the first root), under a keeper (:mod:`awf_mcp.ops.children`) in a
+  new session and so a new process group. ``cwd`` is opened once through the
+  sandbox (``O_DIRECTORY|O_NOFOLLOW`` from the root) and the keeper ``fchdir``s
+  into that descriptor: a directory swapped for a symbolic link after the check
+  cannot move the command outside.
 * ``timeout_seconds`` (default :data:`BASH_DEFAULT_TIMEOUT`, 1 to
   :data:`BASH_MAX_TIMEOUT`) bounds the whole call, including waiting for
   background processes that keep stdout or stderr open.
@@ -12,12 +16,15 @@ Contract
   files (the whole stream, for Read) while only their start and end stay in memory;
   the result shows each within the call's output budget (see
   :func:`~awf_mcp.builtins.outputs.render_streams`).
-* On timeout, on cancellation (the call's scope cancelled, or its
-  ``cancelled`` flag set) and on :meth:`ShellRunner.close`, the whole process
-  group gets SIGTERM, then SIGKILL after :data:`BASH_KILL_GRACE` seconds, and the
-  shell is reaped. Processes a command leaves running in the background after
-  the shell exits (output redirected elsewhere) are left alone until
-  :meth:`ShellRunner.close`.
+* Nothing a command starts outlives its call. When the shell exits, the keeper
+  ends every process it left (``&``, ``nohup``, ``setsid``, ``setsid -f``, double
+  forks: the keeper is their subreaper), SIGTERM then SIGKILL after
+  :data:`BASH_KILL_GRACE` seconds. On timeout, on cancellation (the call's scope
+  cancelled, or its ``cancelled`` flag set) and on :meth:`ShellRunner.close`, the
+  keeper's process group gets SIGTERM and the keeper does the same. When the
+  server dies, even by ``kill -9``, the kernel sends the keeper SIGTERM
+  (``PR_SET_PDEATHSIG``) and it does the same. The server is a subreaper too, and
+  ends whatever a killed keeper left (its environment carries the call's marker).
 * The result starts with ``exit code N`` (``isError`` when N is not 0), or says
   the command timed out / was killed by a signal, followed by the captured
   ``--- stdout ---`` and ``--- stderr ---`` sections.
@@ -36,17 +43,21 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 
 from awf_mcp import budget
 from awf_mcp.builtins.args import int_argument, required_string, string_argument
 from awf_mcp.builtins.limits import BASH_DEFAULT_TIMEOUT, BASH_KILL_GRACE, BASH_MAX_TIMEOUT
 from awf_mcp.builtins.outputs import OutputDir, StreamLog, render_streams
 from awf_mcp.builtins.sandbox import Sandbox
+from awf_mcp.ops import children
 from awf_mcp.ops.childenv import child_environment
 from awf_mcp.ports import CallContext, ToolError, ToolResult, current_call
 
 _POLL_SECONDS = 0.2
 _FINAL_DRAIN_SECONDS = 1.0
+CALL_MARKER = "AWF_MCP_BASH_CALL"
+"""The environment variable naming the call in every process a Bash command starts."""
 
 
 def shell_path() -> str:
@@ -82,10 +93,10 @@ def group_alive(pgid: int) -> bool:
 
 
 async def stop_group(process: anyio.abc.Process) -> None:
-    """SIGTERM the process group, SIGKILL it after the grace period, and reap the leader."""
+    """SIGTERM the keeper's process group, SIGKILL it when the keeper outlives its grace; reap it."""
     with anyio.CancelScope(shield=True):
         signal_group(process.pid, signal.SIGTERM)
-        with anyio.move_on_after(BASH_KILL_GRACE):
+        with anyio.move_on_after(2 * BASH_KILL_GRACE + 1):
             await process.wait()
         signal_group(process.pid, signal.SIGKILL)
         await process.wait()
@@ -98,6 +109,8 @@ class ShellRunner:
         self._running: dict[int, anyio.abc.Process] = {}
         self._lingering: set[int] = set()
         self.outputs = outputs or OutputDir()
+        self._subreaper = False
+        self._calls = 0
 
     def checked(self, sandbox: Sandbox, arguments: Mapping[str, Any]) -> tuple[str, str]:
         """The command and the resolved working directory of a Bash call, or :class:`ToolError`."""
@@ -115,24 +128,37 @@ class ShellRunner:
             arguments, "timeout_seconds", BASH_DEFAULT_TIMEOUT, minimum=1, maximum=BASH_MAX_TIMEOUT
         )
         call = current_call()
+        if not self._subreaper:
+            self._subreaper = children.become_subreaper()
+        self._calls += 1
+        marker = f"{os.getpid()}-{self._calls}"
+        cwd_fd = sandbox.open_dir(cwd)
+        keeper, env = children.kept_command(
+            [shell_path(), "-c", command],
+            {**child_environment(), CALL_MARKER: marker},
+            cwd_fd=cwd_fd,
+            grace=BASH_KILL_GRACE,
+        )
         try:
             process = await anyio.open_process(
-                [shell_path(), "-c", command],
+                keeper,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                cwd=cwd,
-                env=child_environment(),
+                env=env,
                 start_new_session=True,
+                pass_fds=(cwd_fd,),
             )
         except OSError as exc:
             raise ToolError(f"cannot start the shell: {exc.strerror or exc}") from exc
+        finally:
+            os.close(cwd_fd)
         self._running[process.pid] = process
         keep = budget.current_budget()
         stdout = StreamLog(self.outputs.new_file("bash.stdout"), keep)
         stderr = StreamLog(self.outputs.new_file("bash.stderr"), keep)
         try:
-            outcome = await self._supervise(process, stdout, stderr, timeout, call)
+            outcome = await self._supervise(process, stdout, stderr, timeout, call, marker)
         finally:
             with anyio.CancelScope(shield=True):
                 if process.returncode is None:
@@ -143,6 +169,8 @@ class ShellRunner:
                     self._lingering.add(process.pid)
                 stdout.close()
                 stderr.close()
+                if self._subreaper and process.returncode == -signal.SIGKILL:
+                    await anyio.to_thread.run_sync(children.end_marked, CALL_MARKER, marker, process.pid)
         return _result(outcome, process.returncode, timeout, stdout, stderr)
 
     async def _supervise(
@@ -152,6 +180,7 @@ class ShellRunner:
         stderr: StreamLog,
         timeout: int,
         call: CallContext,
+        marker: str,
     ) -> str:
         """Wait for the command; ``"exited"``, ``"timeout"`` or ``"cancelled"``."""
         started = anyio.current_time()
@@ -178,7 +207,11 @@ class ShellRunner:
                 async with anyio.create_task_group() as readers:
                     readers.start_soon(_drain, process.stdout, stdout)
                     readers.start_soon(_drain, process.stderr, stderr)
-                await process.wait()
+                    await process.wait()
+                    if self._subreaper and process.returncode == -signal.SIGKILL:
+                        # The keeper was killed before it could clean up: end what it left
+                        # (it may hold the pipes open).
+                        await anyio.to_thread.run_sync(children.end_marked, CALL_MARKER, marker, process.pid)
             watchers.cancel_scope.cancel()
         if not deadline.cancelled_caught:
             return "exited"
@@ -196,6 +229,9 @@ class ShellRunner:
         for pgid in list(self._lingering):
             signal_group(pgid, signal.SIGKILL)
         self._lingering.clear()
+        if self._subreaper:
+            for call in range(1, self._calls + 1):
+                children.end_marked(CALL_MARKER, f"{os.getpid()}-{call}")
 
 
 def _result(

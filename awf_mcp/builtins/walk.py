@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from awf_mcp.builtins.limits import MIB
 from awf_mcp.builtins.sandbox import DIR_FLAGS, PathRefused, Sandbox
-from awf_mcp.ports import ToolError
+from awf_mcp.ports import ToolError, current_call
 
 MAX_DEPTH = 200
 """Directories nested deeper than this below the start are not entered."""
@@ -176,6 +176,8 @@ def _walk_dir(
             name = dirent.name
             child_real = os.path.join(real, name)
             child_rel = f"{rel}/{name}" if rel else name
+            if current_call().path_denied(child_real):  # the path policy: skip, never read or list
+                continue
             try:
                 if dirent.is_symlink():
                     if rules is not None and rules.ignored(child_real, False):

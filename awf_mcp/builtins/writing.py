@@ -11,22 +11,27 @@ Contract
   empty ``old``, ``old == new`` and files (before or after) over
   :data:`MAX_FILE_BYTES` are refused without touching the file. Bytes that are
   not valid UTF-8 survive an edit unchanged.
-* Both go through :func:`~awf_mcp.builtins.fileio.atomic_write`: a reader sees
-  the old content or the new one, never a mix, and a failure leaves the
-  original intact and no temporary file behind.
+* Both go through :func:`~awf_mcp.builtins.fileio.writing`: an Edit reads,
+  changes and writes the file holding its writer lock, so concurrent Edits and
+  Writes of one file run one after another and every ``OK`` is true. A reader
+  sees the old content or the new one, never a mix (except for a file with
+  several hard links, rewritten in place), and a failure leaves the original
+  intact and no temporary file behind. Owner, group and extended attributes are
+  kept; setuid, setgid and file capabilities are cleared as the kernel does on a
+  write.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from awf_mcp.builtins.args import bool_argument, optional_int, required_string
 from awf_mcp.builtins.editing import MAX_SHOWN, describe_change, explain_miss
-from awf_mcp.builtins.fileio import atomic_write, open_regular, read_at_most
+from awf_mcp.builtins.fileio import atomic_write, open_regular, read_at_most, writing
 from awf_mcp.builtins.limits import MAX_FILE_BYTES, MIB
-from awf_mcp.builtins.sandbox import Sandbox, quote_path
+from awf_mcp.builtins.sandbox import Sandbox, printable, quote_path
 from awf_mcp.ports import ToolError, ToolResult
 
 _LIMIT_TEXT = f"{MAX_FILE_BYTES // MIB} MiB"
@@ -52,7 +57,7 @@ def write_file(sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
         )
     outcome = atomic_write(sandbox, real, data, shown, make_parents=True)
     verb = "created" if outcome.created else "overwrote"
-    return ToolResult.text(f"OK: {verb} {sandbox.display(real)} ({outcome.size:,} bytes)")
+    return ToolResult.text(f"OK: {verb} {printable(sandbox.display(real))} ({outcome.size:,} bytes)")
 
 
 def edit_file(sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
@@ -68,6 +73,25 @@ def edit_file(sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
         raise ToolError("old and new are identical: there is nothing to change")
     real = sandbox.resolve(shown)
     sandbox.check_writable(real, shown)
+    with writing(sandbox, real, shown, make_parents=False) as target:
+        count, text = _apply_edit(target.replace, sandbox, real, shown, old, new, replace_all, expected)
+    noun = "occurrence" if count == 1 else "occurrences"
+    shown_places = "" if count <= MAX_SHOWN else f" (the first {MAX_SHOWN} shown)"
+    summary = f"OK: replaced {count} {noun} in {printable(sandbox.display(real))}{shown_places}"
+    return ToolResult.text(f"{summary}\n{describe_change(text, old, new)}")
+
+
+def _apply_edit(
+    store: Callable[[bytes], object],
+    sandbox: Sandbox,
+    real: str,
+    shown: str,
+    old: str,
+    new: str,
+    replace_all: bool,
+    expected: int | None,
+) -> tuple[int, str]:
+    """Read the file, replace ``old`` by ``new``, ``store`` the result; the count and the text before."""
     fd, info = open_regular(sandbox, real, shown)
     try:
         if info.st_size > MAX_FILE_BYTES:
@@ -93,14 +117,10 @@ def edit_file(sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
             f"old text occurs {count} times in {quote_path(shown)}; add surrounding lines to make it "
             "unique, or set replace_all=true to replace every occurrence"
         )
-    updated = text.replace(old, new)
-    data = _encode(updated, "the edited file")
+    data = _encode(text.replace(old, new), "the edited file")
     if len(data) > MAX_FILE_BYTES:
         raise ToolError(
             f"the edited file would be {len(data):,} bytes; Edit refuses to produce files over {_LIMIT_TEXT}"
         )
-    atomic_write(sandbox, real, data, shown, make_parents=False)
-    noun = "occurrence" if count == 1 else "occurrences"
-    shown_places = "" if count <= MAX_SHOWN else f" (the first {MAX_SHOWN} shown)"
-    summary = f"OK: replaced {count} {noun} in {sandbox.display(real)}{shown_places}"
-    return ToolResult.text(f"{summary}\n{describe_change(text, old, new)}")
+    store(data)
+    return count, text

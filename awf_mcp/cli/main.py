@@ -227,6 +227,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point: ``serve`` here, every other command through Typer."""
     follow_the_bootloader()
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["__awf_mcp_keeper__"]:  # the one-file binary running a Bash keeper
+        from awf_mcp.ops.children import main as keep
+
+        keep(args[1:])
     if args[:1] == ["serve"]:
         serve(args[1:])
         return

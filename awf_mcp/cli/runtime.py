@@ -19,19 +19,18 @@ import gc
 import inspect
 import logging
 import signal
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import anyio
-import pluggy
 
-from awf_mcp.core.calls import CallRecord, Policy, ToolInvoker
+from awf_mcp.core.calls import CallRecord, ToolInvoker
 from awf_mcp.core.config import Settings
 from awf_mcp.core.instructions import plugin_paragraphs, server_instructions
 from awf_mcp.core.observability import call_fields
 from awf_mcp.core.plugins import LoadedPlugins, PluginRecord
 from awf_mcp.core.plugins import load as load_plugins
+from awf_mcp.core.policy import policies_from
 from awf_mcp.core.registry import Registry, build
 from awf_mcp.errors import describe_exception
 from awf_mcp.ports import ToolProvider
@@ -60,27 +59,6 @@ class Runtime:
 def report_failed_plugin(record: PluginRecord) -> None:
     """The one stderr line for a plugin that was skipped."""
     log.warning("%s skipped: %s", record.describe(), record.status.removeprefix("failed: "))
-
-
-def policy_from(manager: pluggy.PluginManager) -> Policy | None:
-    """A :data:`~awf_mcp.core.calls.Policy` asking every ``awf_mcp_authorize_call`` implementation."""
-    impls = manager.hook.awf_mcp_authorize_call.get_hookimpls()
-    if not impls:
-        return None
-
-    def authorize(tool: str, source: str, arguments: Mapping[str, Any]) -> str | None:
-        available = {"tool": tool, "source": source, "arguments": arguments}
-        for impl in impls:
-            plugin = manager.get_name(impl.plugin) or "?"
-            try:
-                reason = impl.function(**{k: available[k] for k in impl.argnames if k in available})
-            except Exception as exc:
-                return f"call of {tool} denied: policy plugin '{plugin}' failed ({describe_exception(exc)})"
-            if reason:
-                return f"call of {tool} denied by plugin '{plugin}': {reason}"
-        return None
-
-    return authorize
 
 
 def log_call(record: CallRecord) -> None:
@@ -126,12 +104,14 @@ async def start(
     for record in plugins.records:
         if not record.ok and record.providers:
             on_plugin_failure(record)
+    policies = policies_from(plugins.manager)
     invoker = ToolInvoker(
         registry,
         timeout_seconds=settings.call_timeout_seconds,
-        policy=policy_from(plugins.manager),
+        policy=policies.call,
         observer=observer,
         output_budget=settings.output_budget,
+        path_policy=policies.path,
     )
     instructions = server_instructions(settings, plugin_paragraphs(plugins.manager))
     return Runtime(

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 import math
@@ -62,6 +63,9 @@ ProgressSink = Callable[[float, float | None, str | None], Awaitable[None]]
 
 Policy = Callable[[str, str, Mapping[str, Any]], str | None]
 """Returns a denial sentence for (tool, source, arguments), or ``None`` to allow."""
+
+PathPolicy = Callable[[str, str, str], str | None]
+"""Returns a denial sentence for (tool, source, resolved path), or ``None`` to allow."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,10 +102,12 @@ class ToolInvoker:
         policy: Policy | None = None,
         observer: Callable[[CallRecord], None] | None = None,
         output_budget: int | None = None,
+        path_policy: PathPolicy | None = None,
     ) -> None:
         self.registry = registry
         self.timeout_seconds = timeout_seconds
         self.policy = policy
+        self.path_policy = path_policy
         self.observer = observer
         self.output_budget = output_budget
         self._validators: dict[str, Any] = {}
@@ -177,6 +183,8 @@ class ToolInvoker:
         self, tool: RegisteredTool, arguments: Mapping[str, Any], progress: ProgressSink | None, budget: int
     ) -> ToolResult:
         context = CallContext(tool_name=tool.name, output_budget=budget)
+        if self.path_policy is not None:
+            context.path_denied = functools.partial(self.path_policy, tool.name, tool.definition.source)
         finish_progress: Callable[[], None] = _no_pump
         async with anyio.create_task_group() as group:
             if progress is not None:

@@ -136,15 +136,6 @@ async def test_read_default_limit(tools: BuiltinTools, root: Path) -> None:
 
 
 @pytest.mark.anyio
-async def test_read_caps_at_five_mib_even_with_the_largest_budget(tools: BuiltinTools, root: Path) -> None:
-    line = "y" * 1023 + "\n"
-    (root / "big.txt").write_text(line * (6 * 1024))
-    text = await call_with_budget(tools, "Read", MAX_BUDGET, path="big.txt", limit=100_000)
-    assert len(text.encode()) < MAX_FILE_BYTES + 1000
-    assert "offset=5120" in text
-
-
-@pytest.mark.anyio
 async def test_read_pages_fit_the_budget_in_whole_lines(tools: BuiltinTools, root: Path) -> None:
     lines = [f"{n:05d} " + "w" * 184 + "\n" for n in range(3000)]
     (root / "wide.txt").write_text("".join(lines))
@@ -428,3 +419,103 @@ async def test_edit_failure_is_atomic(
     monkeypatch.undo()
     assert target.read_text() == "before"
     assert [p.name for p in root.iterdir()] == ["e.txt"]
+
+
+# --- ownership, special bits, xattrs, hard links, concurrency, odd targets --------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("tool", ["Write", "Edit"])
+async def test_writes_keep_owner_group_and_xattrs_and_clear_setuid(
+    tools: BuiltinTools, root: Path, tool: str
+) -> None:
+    if os.geteuid() != 0:
+        pytest.fail("this test gives a file to uid 1000: run it as root (as CI does)")
+    target = root / "owned.sh"
+    target.write_text("echo old\n")
+    os.chown(target, 1000, 1000)
+    target.chmod(0o6750)
+    os.setxattr(target, "user.origin", b"kept")
+    arguments = {"content": "echo new\n"} if tool == "Write" else {"old": "old", "new": "new"}
+    await text_of(tools, tool, path="owned.sh", **arguments)
+    info = target.stat()
+    assert (info.st_uid, info.st_gid) == (1000, 1000)
+    assert stat.S_IMODE(info.st_mode) == 0o750
+    assert os.getxattr(target, "user.origin") == b"kept"
+    assert target.read_text() == "echo new\n"
+
+
+@pytest.mark.anyio
+async def test_edit_of_a_hard_linked_file_changes_every_name(tools: BuiltinTools, root: Path) -> None:
+    first = root / "first.txt"
+    first.write_text("alpha beta\n")
+    os.link(first, root / "second.txt")
+    await text_of(tools, "Edit", path="first.txt", old="beta", new="gamma")
+    assert (root / "second.txt").read_text() == "alpha gamma\n"
+    assert first.stat().st_ino == (root / "second.txt").stat().st_ino
+    await text_of(tools, "Write", path="second.txt", content="short\n")
+    assert first.read_text() == "short\n"
+
+
+@pytest.mark.anyio
+async def test_concurrent_edits_of_one_file_all_land(tools: BuiltinTools, root: Path) -> None:
+    import anyio
+
+    target = root / "shared.txt"
+    target.write_text("".join(f"row {n:04d} " + "y" * 60 + "\n" for n in range(3000)))
+    outcomes: list[str] = []
+
+    async def edit(n: int) -> None:
+        outcomes.append(
+            await text_of(tools, "Edit", path="shared.txt", old=f"row {n:04d} ", new=f"ROW {n:04d} ")
+        )
+
+    async with anyio.create_task_group() as group:
+        for n in range(0, 3000, 100):
+            group.start_soon(edit, n)
+    assert len(outcomes) == 30 and all(o.startswith("OK: replaced 1 occurrence") for o in outcomes)
+    text = target.read_text()
+    assert all(f"ROW {n:04d} " in text for n in range(0, 3000, 100))
+
+
+@pytest.mark.anyio
+async def test_writing_the_root_or_a_socket_says_what_it_is(tools: BuiltinTools, root: Path) -> None:
+    import socket
+
+    with pytest.raises(ToolError) as caught:
+        await tools.call_tool("Write", {"path": ".", "content": "x"})
+    assert "is the root directory, not a file" in str(caught.value)
+    assert "outside" not in str(caught.value)
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(root / "agent.sock"))
+    try:
+        for tool, extra in (("Read", {}), ("Edit", {"old": "a", "new": "b"}), ("Write", {"content": "x"})):
+            with pytest.raises(ToolError) as caught:
+                await tools.call_tool(tool, {"path": "agent.sock", **extra})
+            assert "'agent.sock' is a socket, not a regular file" in str(caught.value), tool
+    finally:
+        listener.close()
+
+
+@pytest.mark.anyio
+async def test_read_result_is_bounded_in_wire_bytes(tools: BuiltinTools, root: Path) -> None:
+    """Even the largest budget of control characters (six bytes each in JSON) fits a frame."""
+    import json
+
+    (root / "controls.txt").write_bytes((b"\x01\x02\x03\xff" * 30 + b"\n") * 50_000)
+    text = await call_with_budget(tools, "Read", MAX_BUDGET, path="controls.txt", limit=1_000_000)
+    assert len(json.dumps(text, ensure_ascii=False).encode()) <= 6 * 1024 * 1024 + 200
+    assert "more follow: call Read with offset=" in text
+    following = int(text.rsplit("offset=", 1)[1].split()[0])
+    assert text.count("\n") >= following > 1000
+
+
+@pytest.mark.anyio
+async def test_writes_drop_file_capabilities(tools: BuiltinTools, root: Path) -> None:
+    target = root / "tool"
+    target.write_bytes(b"#!/bin/sh\n")
+    # VFS_CAP_REVISION_2 granting CAP_NET_RAW (bit 13), permitted and effective.
+    capability = bytes.fromhex("01000002" + "00200000" + "00000000" + "00000000" + "00000000")
+    os.setxattr(target, "security.capability", capability)
+    await text_of(tools, "Write", path="tool", content="#!/bin/sh\necho new\n")
+    assert "security.capability" not in os.listxattr(target)

@@ -8,6 +8,7 @@ directory outside the root, and the root itself, exactly as they were.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -173,3 +174,82 @@ def test_a_link_the_kernel_will_not_read_is_refused_not_raised(tmp_path: Path) -
     (tmp_path / "link_to_init_root").symlink_to("/proc/1/root")
     with pytest.raises(PathRefused):
         sandbox.resolve("link_to_init_root/etc/passwd")
+
+
+def test_quoted_paths_escape_bytes_that_are_not_utf8() -> None:
+    from awf_mcp.builtins.sandbox import quote_path
+
+    name = os.fsdecode(b"/x/caf\xe9\n.txt")
+    quoted = quote_path(name)
+    assert quoted == "'/x/caf\\xe9\\n.txt'"
+    quoted.encode("utf-8")
+    assert quote_path("\ud800") == "'\\ud800'"
+
+
+def test_a_trailing_slash_needs_a_directory(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / ".env").write_text("API_KEY=1")
+    (root / "dir").mkdir()
+    sandbox = Sandbox([str(root)])
+    for path in (".env/", ".env/.", ".env/./", ".env/x", ".env/../.env", "newdir/"):
+        with pytest.raises(PathRefused):
+            sandbox.resolve(path)
+    assert sandbox.resolve("dir/") == str(root / "dir")
+    assert sandbox.resolve("dir/.") == str(root / "dir")
+
+
+@pytest.mark.anyio
+async def test_trailing_slash_calls_are_refused_and_create_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / ".env").write_text("API_KEY=1")
+    tools = BuiltinTools(Sandbox([str(root)]))
+    for name, arguments in (
+        ("Read", {"path": ".env/"}),
+        ("Read", {"path": ".env/."}),
+        ("Edit", {"path": ".env/", "old": "1", "new": "2"}),
+        ("Write", {"path": "newdir/", "content": "x"}),
+    ):
+        refused, message = await outcome(tools, name, arguments)
+        assert refused and "API_KEY" not in message, (name, arguments, message)
+    assert (root / ".env").read_text() == "API_KEY=1"
+    assert sorted(p.name for p in root.iterdir()) == [".env"]
+
+
+@pytest.mark.anyio
+async def test_the_path_policy_sees_resolved_paths_and_walked_files(tmp_path: Path) -> None:
+    from awf_mcp.ports import CallContext, bind_call_context, unbind_call_context
+
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    (root / ".env").write_text("API_KEY=1\n")
+    (root / "sub" / "ok.txt").write_text("API_KEY? no\n")
+    (root / ".gitignore").write_text(".env\n")
+    asked: list[str] = []
+
+    def denied(path: str) -> str | None:
+        asked.append(path)
+        return "secrets" if path.endswith("/.env") else None
+
+    tools = BuiltinTools(Sandbox([str(root)]))
+    token = bind_call_context(CallContext(tool_name="t", path_denied=denied))
+    try:
+        for name, arguments in (
+            ("Read", {"path": "sub/../.env"}),
+            ("Grep", {"pattern": "API_KEY", "path": ".env"}),
+            ("Bash", {"command": "true", "cwd": ".env"}),
+        ):
+            refused, message = await outcome(tools, name, arguments)
+            assert refused and "is denied: secrets" in message, (name, message)
+        for arguments in (
+            {"pattern": "API_KEY", "glob": ".env"},
+            {"pattern": "API_KEY", "include_ignored": True},
+        ):
+            refused, message = await outcome(tools, "Grep", arguments)
+            assert "API_KEY=1" not in message, (arguments, message)
+        refused, message = await outcome(tools, "Glob", {"pattern": "**/*", "include_ignored": True})
+        assert ".env" not in message.replace(".gitignore", ""), message
+    finally:
+        unbind_call_context(token)
+    assert str(root / ".env") in asked

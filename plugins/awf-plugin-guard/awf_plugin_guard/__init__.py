@@ -4,7 +4,12 @@ The plugin shows awf-mcp's policy hook. ``awf_mcp_register_tools`` contributes n
 tools; it only reads the plugin's settings (``deny_bash``, ``deny_paths``: lists of
 regular expressions, or ``;``-separated strings from environment variables).
 ``awf_mcp_authorize_call`` then runs before every call and returns a reason to
-deny it, or ``None`` to let it through.
+deny it, or ``None`` to let it through: it checks a Bash command and the raw path
+argument of the file tools. ``awf_mcp_authorize_path`` applies ``deny_paths`` to
+every resolved path the built-in tools touch: each path argument after ``..`` and
+symbolic links are followed (so ``.env/.`` or ``sub/../.env`` are caught as
+``<root>/.env``), Bash's ``cwd``, and every file and directory Grep and Glob walk
+(a denied one is skipped, so its content never shows).
 """
 
 from __future__ import annotations
@@ -63,4 +68,13 @@ def awf_mcp_authorize_call(tool: str, source: str, arguments: Mapping[str, Any])
         for pattern in _rules["paths"]:
             if pattern.search(value):
                 return f"the {key} matches the deny_paths rule {pattern.pattern!r}"
+    return None
+
+
+@hookimpl
+def awf_mcp_authorize_path(tool: str, source: str, path: str) -> str | None:
+    """Deny a resolved path that matches a ``deny_paths`` rule."""
+    for pattern in _rules["paths"]:
+        if pattern.search(path):
+            return f"the path matches the deny_paths rule {pattern.pattern!r}"
     return None

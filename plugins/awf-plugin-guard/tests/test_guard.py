@@ -75,3 +75,56 @@ def test_a_denied_call_never_runs_end_to_end(tmp_path: Path) -> None:
     anyio.run(scenario)
     assert not marker.exists()
     assert subprocess.run([sys.executable, "-c", "import awf_plugin_guard"], check=False).returncode == 0
+
+
+def test_path_rules_apply_to_resolved_paths() -> None:
+    configure(deny_paths=["\\.env$"])
+    assert guard.awf_mcp_authorize_path(tool="Read", source="builtin", path="/repo/.env")
+    assert guard.awf_mcp_authorize_path(tool="Grep", source="builtin", path="/repo/app/env.py") is None
+
+
+def test_deny_paths_cannot_be_bypassed_end_to_end(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / "app").mkdir(parents=True)
+    (root / ".env").write_text("API_KEY=hunter2\n")
+    (root / "app" / "settings.py").write_text("API_KEY = os.environ['API_KEY']\n")
+    (root / ".gitignore").write_text(".env\n")
+
+    async def scenario() -> list[tuple[str, dict[str, object], bool, str]]:
+        env = dict(os.environ, AWF_MCP_PLUGIN_GUARD_DENY_PATHS="\\.env$")
+        env.pop("AWF_MCP_NO_PLUGINS", None)
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "awf_mcp", "serve", "--root", str(root)], env=env
+        )
+        seen = []
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            for tool, arguments in (
+                ("Read", {"path": ".env"}),
+                ("Read", {"path": ".env/"}),
+                ("Read", {"path": ".env/."}),
+                ("Read", {"path": "app/../.env"}),
+                ("Grep", {"pattern": "API_KEY", "glob": ".env"}),
+                ("Grep", {"pattern": "API_KEY", "include_ignored": True}),
+                ("Grep", {"pattern": "hunter2", "path": "."}),
+                ("Glob", {"pattern": "**/*env*", "include_ignored": True}),
+                ("Edit", {"path": ".env/", "old": "hunter2", "new": "pwned"}),
+                ("Edit", {"path": "app/../.env", "old": "hunter2", "new": "pwned"}),
+                ("Bash", {"command": "cat .env", "cwd": ".env/"}),
+            ):
+                result = await session.call_tool(tool, arguments)
+                text = "".join(getattr(item, "text", "") for item in result.content)
+                seen.append((tool, arguments, bool(result.is_error), text))
+            grep = await session.call_tool("Grep", {"pattern": "API_KEY", "include_ignored": True})
+            assert "app/settings.py" in grep.content[0].text  # type: ignore[union-attr]
+        return seen
+
+    seen = anyio.run(scenario)
+    leaks = [(tool, arguments, text) for tool, arguments, _failed, text in seen if "hunter2" in text]
+    assert leaks == []
+    assert [
+        (tool, arguments) for tool, arguments, failed, _ in seen if tool in ("Read", "Edit") and not failed
+    ] == []
+    assert any("deny_paths" in text for *_, text in seen)
+    assert "Glob" in [tool for tool, *_ in seen] and ".env" not in seen[7][3].replace(".gitignore", "")
+    assert (root / ".env").read_text() == "API_KEY=hunter2\n"

@@ -1,0 +1,303 @@
+"""Child processes that cannot outlive their call, nor the server: the keeper.
+
+Contract
+--------
+:func:`kept_command` turns a command line into one that runs it under a
+*keeper*: this file, run by the same Python (``-I -S``, standard library only, so
+it starts in milliseconds). The keeper
+
+* asks the kernel for a death signal (``PR_SET_PDEATHSIG``: SIGTERM when the
+  server that started it dies, even by ``kill -9``) and gives the command one too
+  (SIGKILL when the keeper dies), set in the forked child before ``exec``;
+* is a child subreaper (``PR_SET_CHILD_SUBREAPER``): whatever the command
+  starts, however it detaches (``setsid``, ``setsid -f``, ``nohup``, double
+  fork), is reparented to the keeper when its parent exits, never to init;
+* optionally ``fchdir``s into a directory descriptor it was handed (the caller
+  opened and checked it; no name is looked up again) before running the command;
+* when the command exits, or when the keeper gets SIGTERM, SIGINT or SIGHUP
+  (the server's timeout, cancellation or shutdown, or the server's death), ends
+  every remaining descendant: SIGTERM, then SIGKILL after ``grace`` seconds, and
+  reaps them all before exiting;
+* exits as the command did (the same code, or the same signal).
+
+So a call's processes are all gone when the keeper has exited, and the keeper
+exits within ``grace`` seconds of the command or of its signal. Everything here is
+Linux-specific and the standard library only, so any part of awf-mcp that starts
+processes (Bash, upstream servers) can use it. Only a process that kills its own
+keeper with SIGKILL *and* detaches escapes; see docs/security.md.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the keeper imports as little as it can
+if TYPE_CHECKING:
+    import signal
+    from collections.abc import Mapping, Sequence
+else:  # the C module: the same names, without the enum import that costs the keeper milliseconds
+    import _signal as signal
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+DEFAULT_GRACE = 0.5
+"""Seconds between SIGTERM and SIGKILL when the keeper ends its descendants."""
+
+_POLL = 0.02
+
+
+def _prctl(option: int, value: int) -> bool:
+    """``prctl(option, value)``; False where it is not available or fails."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(option, value, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def set_death_signal(signum: int) -> bool:
+    """Have the kernel send ``signum`` to this process when its parent (thread) exits."""
+    return _prctl(PR_SET_PDEATHSIG, signum)
+
+
+def become_subreaper() -> bool:
+    """Make this process the one orphaned descendants are reparented to."""
+    return _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+KEEPER_COMMAND = "__awf_mcp_keeper__"
+"""The hidden first argument with which the frozen binary runs :func:`main` (see cli/main.py)."""
+
+KEEPER_ARGV = "AWF_MCP_KEEPER_ARGV"
+"""The environment variables carrying the command to a keeper: ``<this>`` holds the argument count,
+``<this>_0``, ``<this>_1``... the arguments; all removed before exec. (No ``json``: the keeper
+starts with as few imports as it can, as it runs once per command.)"""
+
+
+def kept_command(
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    cwd_fd: int | None = None,
+    grace: float = DEFAULT_GRACE,
+) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment running ``argv`` with ``env`` under a keeper.
+
+    The command travels in the environment, not on the keeper's command line, so
+    the keeper's ``/proc/PID/cmdline`` shows only the keeper. Pass ``cwd_fd`` in
+    ``pass_fds`` too.
+    """
+    if getattr(sys, "frozen", False):  # the one-file binary: its entry point dispatches KEEPER_COMMAND
+        # Its bootloader sits between us and the keeper, so the keeper cannot check its parent.
+        runner, parent = [sys.executable, KEEPER_COMMAND], 0
+    else:
+        runner, parent = [sys.executable, "-I", "-S", os.path.abspath(__file__)], os.getpid()
+    keeper = [*runner, str(parent), str(-1 if cwd_fd is None else cwd_fd), repr(grace)]
+    passed = {f"{KEEPER_ARGV}_{index}": argument for index, argument in enumerate(argv)}
+    return keeper, {**env, KEEPER_ARGV: str(len(argv)), **passed}
+
+
+def _kill(pid: int, signum: int) -> bool:
+    try:
+        os.kill(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _wait(pid: int, options: int) -> bool:
+    try:
+        os.waitpid(pid, options)
+    except ChildProcessError:
+        return False
+    return True
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid`` (through ``/proc``), parents before children."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat_file:
+                fields = stat_file.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] not in (b"Z", b"X"):
+            parents[int(entry)] = int(fields[1])
+    found: list[int] = []
+    frontier = [pid]
+    while frontier:
+        parent = frontier.pop(0)
+        for child, its_parent in parents.items():
+            if its_parent == parent:
+                found.append(child)
+                frontier.append(child)
+    return found
+
+
+def reap() -> bool:
+    """Collect every child that has exited, without waiting; False once no child is left at all."""
+    while True:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        if pid == 0:
+            return True
+
+
+def end_descendants(grace: float = DEFAULT_GRACE) -> None:
+    """SIGTERM every descendant of this process, SIGKILL them after ``grace`` s, reap them all.
+
+    For a subreaper: it returns once this process has no child left, not even a
+    zombie, so every orphan that was reparented to it has been collected.
+    """
+    deadline = time.monotonic() + grace
+    while reap():
+        signum = signal.SIGTERM if time.monotonic() < deadline else signal.SIGKILL
+        for pid in descendants(os.getpid()):
+            _kill(pid, signum)
+        time.sleep(_POLL)
+
+
+def _environment_has(pid: int, entry: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as environ:
+            return entry in environ.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def _reap_group_zombies(group: int) -> None:
+    """Reap the exited children of this process that were in process group ``group``."""
+    me = str(os.getpid()).encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat_file:
+                state, parent, pgrp = stat_file.read().rsplit(b")", 1)[1].split()[:3]
+        except (OSError, ValueError):
+            continue
+        if state == b"Z" and parent == me and int(pgrp) == group:
+            _wait(int(entry), os.WNOHANG)
+
+
+def end_marked(name: str, value: str, group: int | None = None) -> int:
+    """SIGKILL and reap every descendant of this process whose environment holds ``name=value``.
+
+    The backstop for a keeper that was itself killed: its detached processes were
+    reparented to this process (a subreaper, see :func:`become_subreaper`). Only
+    processes carrying the marker are touched, and only they are reaped (by pid),
+    so other children and their owners' waits are left alone. With ``group``
+    (the dead keeper's process group), the exited processes of that group that were
+    reparented here are reaped too. Returns how many were killed.
+    """
+    entry = f"{name}={value}".encode()
+    killed = 0
+    for _round in range(50):
+        marked = [pid for pid in descendants(os.getpid()) if _environment_has(pid, entry)]
+        if not marked:
+            break
+        for pid in marked:
+            killed += _kill(pid, signal.SIGKILL)
+        for pid in marked:
+            _wait(pid, 0)  # fails quietly for one not our child (yet): its parent dies first
+    if group is not None:
+        _reap_group_zombies(group)
+    return killed
+
+
+class _Stop(Exception):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_stop(signum: int, _frame: object) -> None:
+    raise _Stop(signum)
+
+
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def _exec_child(argv: list[str], keeper: int) -> None:
+    """In the forked child: default signals, a death signal, then the command."""
+    try:
+        for signum in _STOP_SIGNALS:
+            signal.signal(signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, set())
+        set_death_signal(signal.SIGKILL)
+        if os.getppid() != keeper:
+            os._exit(137)
+        os.execv(argv[0], argv)
+    except OSError as exc:
+        os.write(2, f"cannot run {argv[0]}: {exc.strerror}\n".encode())
+    finally:
+        os._exit(127)
+
+
+def keep(parent: int, cwd_fd: int, grace: float, argv: list[str]) -> int:
+    """The keeper's life: run ``argv``, then end whatever it left; returns the exit status to mirror."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, _raise_stop)
+    set_death_signal(signal.SIGTERM)
+    if parent and os.getppid() != parent:  # the server died before the death signal was armed
+        return 128 + signal.SIGTERM
+    become_subreaper()
+    if cwd_fd >= 0:
+        os.fchdir(cwd_fd)
+        os.close(cwd_fd)
+    keeper = os.getpid()
+    child = os.fork()
+    if child == 0:
+        _exec_child(argv, keeper)
+    status: int | None = None
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+        while status is None:
+            try:
+                pid, raw = os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            if pid == child:
+                status = raw
+    except _Stop as stop:
+        signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        end_descendants(grace)
+        return -stop.signum
+    signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    end_descendants(grace)
+    if status is None:
+        return 127
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return os.waitstatus_to_exitcode(status)
+
+
+def main(args: list[str]) -> None:
+    """``children.py PARENT_PID CWD_FD GRACE`` with the command in ``$AWF_MCP_KEEPER_ARGV``."""
+    if len(args) != 3 or not os.environ.get(KEEPER_ARGV):
+        raise SystemExit(f"usage: {KEEPER_ARGV}=COMMAND children.py PARENT_PID CWD_FD GRACE")
+    parent, cwd_fd, grace = args
+    argv = [os.environ.pop(f"{KEEPER_ARGV}_{index}") for index in range(int(os.environ.pop(KEEPER_ARGV)))]
+    code = keep(int(parent), int(cwd_fd), float(grace), argv)
+    if code < 0:
+        if -code not in (signal.SIGKILL, signal.SIGSTOP):  # these cannot be handled, nor reset
+            signal.signal(-code, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [-code])
+        os.kill(os.getpid(), -code)
+        time.sleep(1)
+        os._exit(128 - code)
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
