@@ -3,7 +3,8 @@
 ``cli`` calls these; they hold the order that matters:
 
 1. claim stdio (so a plugin printing at import time cannot touch the wire);
-2. :func:`start` — load plugins (:mod:`awf_mcp.core.plugins`), build the registry
+2. :func:`start` — load plugins (:mod:`awf_mcp.core.plugins`), start the upstream MCP
+   servers (:mod:`awf_mcp.core.upstream`, through :mod:`awf_mcp.wire.client`), build the registry
    (:mod:`awf_mcp.core.registry`; fatal on collision), wire the policy hook and the
    call observer into a :class:`~awf_mcp.core.calls.ToolInvoker`;
 3. :func:`settle` — move everything start-up allocated (the SDK's and the
@@ -32,6 +33,7 @@ from awf_mcp.core.observability import call_fields
 from awf_mcp.core.plugins import LoadedPlugins, PluginRecord
 from awf_mcp.core.plugins import load as load_plugins
 from awf_mcp.core.registry import Registry, build
+from awf_mcp.core.upstream import Connect, start_all
 from awf_mcp.ports import ToolProvider
 
 log = logging.getLogger("awf_mcp")
@@ -112,10 +114,13 @@ async def start(
     *,
     on_plugin_failure: Callable[[PluginRecord], None] = report_failed_plugin,
     observer: Callable[[CallRecord], None] | None = log_call,
+    connect: Connect | None = None,
 ) -> Runtime:
     """Load plugins and build the registry and invoker; raises :class:`~awf_mcp.errors.AwfError`."""
     plugins = load_plugins(settings, on_failure=on_plugin_failure)
     try:
+        if settings.servers:
+            plugins.records.extend(await start_servers(settings, connect))
         registry = build(plugins.records, settings)
     except BaseException:
         await close_providers([e.provider for r in plugins.records for e in r.providers])
@@ -130,6 +135,13 @@ async def start(
         observer=observer,
     )
     return Runtime(settings=settings, plugins=plugins, registry=registry, invoker=invoker)
+
+
+async def start_servers(settings: Settings, connect: Connect | None = None) -> list[PluginRecord]:
+    """Start the configured upstream servers through the SDK client adapter (or ``connect``)."""
+    if connect is None:
+        from awf_mcp.wire.client import connect
+    return await start_all(settings.servers, connect, roots=settings.roots, strict=settings.strict)
 
 
 def settle() -> None:

@@ -7,7 +7,8 @@ Two file formats carry the same keys:
   accepted exactly as the Go version accepted it;
 * TOML (``awf-mcp.toml`` in the working directory, or ``--config x.toml``), which
   adds ``roots``, ``only``, ``exclude``, ``rename``, ``call_timeout_seconds``,
-  ``strict`` and per-plugin settings under ``[plugins.<name>]``.
+  ``strict``, per-plugin settings under ``[plugins.<name>]`` and upstream MCP servers
+  under ``[servers.<name>]`` (``mcpServers`` in JSON; :mod:`awf_mcp.core.servers`).
 
 Validation failures raise :class:`~awf_mcp.errors.ConfigError` with one of the
 AWF codes (``USER.MCP_PROXY.UNKNOWN_KEY``, ``...EMPTY_PROXY``; the plugin- and
@@ -29,6 +30,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from awf_mcp.core import servers
+from awf_mcp.core.servers import ServerSpec
 from awf_mcp.errors import ConfigError
 
 DEFAULT_CONFIG_NAME = "awf-mcp.toml"
@@ -38,6 +41,7 @@ DEFAULT_CALL_TIMEOUT_SECONDS = 620.0
 PROXY_CODE = "USER.MCP_PROXY"
 _PROXY_KEYS = {"intercept_builtins", "plugin_tools", "root_dir"}
 _EXTENDED_KEYS = {"roots", "only", "exclude", "rename", "call_timeout_seconds", "strict", "plugins"}
+_SERVER_KEYS = {"servers", "mcpServers"}
 _SELECTION_KEYS = {"plugin", "expose"}
 
 
@@ -65,6 +69,7 @@ class Settings:
     debug: bool = False
     log_level: str = "WARNING"
     config_path: str | None = None
+    servers: tuple[ServerSpec, ...] = ()
 
     def settings_for(self, plugin: str) -> dict[str, Any]:
         """Plugin ``plugin``'s settings: its config table, overridden by its environment variables."""
@@ -135,9 +140,9 @@ def _selections(value: Any, path: Path) -> tuple[PluginToolSelection, ...]:
 def parse_file(path: Path) -> dict[str, Any]:
     """Read and validate a config file; returns :class:`Settings` fields it sets."""
     data = _read_file(path)
-    unknown = sorted(set(data) - _PROXY_KEYS - _EXTENDED_KEYS)
+    unknown = sorted(set(data) - _PROXY_KEYS - _EXTENDED_KEYS - _SERVER_KEYS)
     if unknown:
-        allowed = ", ".join(sorted(_PROXY_KEYS | _EXTENDED_KEYS))
+        allowed = ", ".join(sorted(_PROXY_KEYS | _EXTENDED_KEYS | _SERVER_KEYS))
         raise _fail(f"unknown key {unknown[0]!r} in {path}; allowed keys: {allowed}", "UNKNOWN_KEY")
     base = path.resolve().parent
     fields: dict[str, Any] = {"config_path": str(path)}
@@ -175,12 +180,13 @@ def parse_file(path: Path) -> dict[str, Any]:
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
             raise ConfigError(f"call_timeout_seconds in {path} must be a positive number")
         fields["call_timeout_seconds"] = float(timeout)
+    fields["servers"] = servers.parse(data, str(path))
     if "strict" in data:
         if not isinstance(data["strict"], bool):
             raise ConfigError(f"strict in {path} must be true or false")
         fields["strict"] = data["strict"]
 
-    if fields.get("builtins") is False and not fields.get("plugin_tools"):
+    if fields.get("builtins") is False and not fields.get("plugin_tools") and not fields["servers"]:
         raise _fail(
             f"{path} turns the built-ins off (intercept_builtins: false) and lists no plugin_tools: "
             "there would be nothing to serve",
