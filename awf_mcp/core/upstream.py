@@ -75,6 +75,10 @@ class UpstreamSession(Protocol):
         """Why the connection ended, or what went wrong on it."""
         ...
 
+    async def handshake(self) -> None:
+        """The MCP ``initialize`` exchange; raises :class:`UpstreamFailure`."""
+        ...
+
     async def list_tools(self) -> list[ToolDefinition]:
         """The server's tools, under its own names."""
         ...
@@ -192,14 +196,18 @@ class UpstreamProvider:
 
         self._runner = asyncio.get_running_loop().create_task(own(), name=f"awf-mcp upstream {self.spec.name}")
         await ready.wait()
-        if self._session is None:
+        session = self._session
+        if session is None:
             if failure:
-                exc = failure[0]
-                if isinstance(exc, UpstreamFailure):
-                    raise exc
-                raise UpstreamFailure(self.spec.redact(f"{type(exc).__name__}: {exc}"))
+                raise _as_failure(failure[0], self.spec)
             raise UpstreamFailure("it could not be started")
-        return self._session
+        try:
+            await session.handshake()
+        except UpstreamFailure:
+            raise
+        except Exception as exc:
+            raise _as_failure(exc, self.spec) from None
+        return session
 
     def _mark_down(self, reason: str) -> None:
         if self.down_since:
@@ -278,6 +286,17 @@ class UpstreamProvider:
     async def close(self) -> None:
         """Stop the server."""
         await self._shut()
+
+
+def _as_failure(exc: BaseException, spec: ServerSpec) -> UpstreamFailure:
+    """The :class:`UpstreamFailure` inside ``exc`` (task groups wrap it), or one describing ``exc``."""
+    while isinstance(exc, BaseExceptionGroup):
+        found = next((e for e in exc.exceptions if isinstance(e, UpstreamFailure)), None)
+        exc = found if found is not None else exc.exceptions[0]
+    if isinstance(exc, UpstreamFailure):
+        return exc
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return UpstreamFailure(spec.redact(f"{type(exc).__name__}: {text}" if text else type(exc).__name__))
 
 
 @contextlib.contextmanager

@@ -62,7 +62,7 @@ from awf_mcp.core.servers import ServerSpec
 from awf_mcp.core.upstream import ProgressCallback, UpstreamFailure, UpstreamGone
 from awf_mcp.ops.childenv import child_environment
 from awf_mcp.ports import ToolAnnotations, ToolContent, ToolDefinition, ToolResult
-from awf_mcp.wire.framing import MAX_MESSAGE_BYTES, Frame, FrameReader, Oversized
+from awf_mcp.wire.framing import MAX_MESSAGE_BYTES, Frame, FrameReader
 
 log = logging.getLogger("awf_mcp.upstream")
 
@@ -93,17 +93,29 @@ class Transcript:
 class UpstreamConnection:
     """A live MCP client session with one upstream server, speaking domain types."""
 
-    def __init__(self, spec: ServerSpec, session: ClientSession, transcript: Transcript) -> None:
+    def __init__(
+        self, spec: ServerSpec, session: ClientSession, transcript: Transcript, closed: anyio.Event
+    ) -> None:
         self.spec = spec
         self.session = session
         self.transcript = transcript
-        self.closed = anyio.Event()
-        result = session.initialize_result
-        self.instructions: str | None = result.instructions if result is not None else None
+        self.closed = closed
+        self.instructions: str | None = None
 
     def reason(self) -> str:
         """Why the connection ended (or what went wrong on it), redacted."""
         return self.transcript.reason()
+
+    async def handshake(self) -> None:
+        """``initialize``; raises :class:`UpstreamFailure` saying why it failed."""
+        try:
+            result = await self.session.initialize()
+        except MCPError as exc:
+            reason = self.reason() if self.closed.is_set() else self.spec.redact(exc.error.message)
+            raise UpstreamFailure(f"the handshake failed: {reason}") from None
+        except Exception as exc:
+            raise UpstreamFailure(self.spec.redact(f"the handshake failed: {exc}")) from None
+        self.instructions = result.instructions
 
     async def list_tools(self) -> list[ToolDefinition]:
         """Every tool the server lists (all pages), under the server's own names."""
@@ -299,33 +311,39 @@ async def _stdio_streams(spec: ServerSpec, cwd: str, transcript: Transcript, clo
     session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](16)
     prefix = f"[{spec.name}]"
 
+    def overflowed() -> None:
+        transcript.fault = f"it sent a message over the {MAX_MESSAGE_BYTES}-byte limit"
+        log.warning("%s %s; closing the connection", prefix, transcript.fault)
+        reading.cancel()
+
+    reading = anyio.CancelScope()
+
     async def pump_stdout() -> None:
-        reached_eof = False
         try:
             async with to_session:
-                async for item in FrameReader(read_fd, MAX_MESSAGE_BYTES).frames():
-                    if isinstance(item, Oversized):
-                        transcript.fault = (
-                            f"it sent a {item.size}-byte message, over the {MAX_MESSAGE_BYTES}-byte limit"
-                        )
-                        log.warning("%s %s; closing the connection", prefix, transcript.fault)
-                        return
-                    assert isinstance(item, Frame)
-                    try:
-                        message = types.jsonrpc_message_adapter.validate_json(item.data, by_name=False)
-                    except Exception:
-                        shown = spec.redact(item.data[:200].decode("utf-8", "replace"))
-                        transcript.fault = f"it printed a line that is not JSON-RPC on stdout: {shown!r}"
-                        log.warning("%s %s", prefix, transcript.fault)
-                        continue
-                    await to_session.send(SessionMessage(message))
-                reached_eof = True
-        finally:
-            if reached_eof:
+                with reading:
+                    frames = FrameReader(read_fd, MAX_MESSAGE_BYTES, on_overflow=overflowed).frames()
+                    async for item in frames:
+                        if isinstance(item, Frame):
+                            await deliver(item)
+                if reading.cancel_called:
+                    return
+                # EOF: say how the process ended before the session learns that the connection did.
                 await _exited(process, 0.2)
                 transcript.exit = _describe_exit(process.returncode)
                 os.close(read_fd)
+        finally:
             closed.set()
+
+    async def deliver(item: Frame) -> None:
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(item.data, by_name=False)
+        except Exception:
+            shown = spec.redact(item.data[:200].decode("utf-8", "replace"))
+            transcript.fault = f"it printed a line that is not JSON-RPC on stdout: {shown!r}"
+            log.warning("%s %s", prefix, transcript.fault)
+            return
+        await to_session.send(SessionMessage(message))
 
     async def pump_stdin() -> None:
         assert process.stdin is not None
@@ -384,10 +402,10 @@ async def _log_notification(spec: ServerSpec, message: Any) -> None:
 
 @contextlib.asynccontextmanager
 async def connect(spec: ServerSpec, cwd: str) -> AsyncIterator[UpstreamConnection]:
-    """Open ``spec`` (in ``cwd`` for a stdio server), run the handshake, yield the connection.
+    """Open ``spec`` (in ``cwd`` for a stdio server) and yield the connection, before its handshake.
 
     Raises :class:`~awf_mcp.core.upstream.UpstreamFailure` with a redacted sentence when the
-    server cannot be started or the handshake fails.
+    server cannot be started.
     """
     transcript = Transcript(spec)
     closed = anyio.Event()
@@ -400,13 +418,4 @@ async def connect(spec: ServerSpec, cwd: str) -> AsyncIterator[UpstreamConnectio
             message_handler=lambda message: _log_notification(spec, message),
         )
         async with session:
-            try:
-                await session.initialize()
-            except MCPError as exc:
-                reason = transcript.reason() if closed.is_set() else spec.redact(exc.error.message)
-                raise UpstreamFailure(f"the handshake failed: {reason}") from None
-            except Exception as exc:
-                raise UpstreamFailure(spec.redact(f"the handshake failed: {exc}")) from None
-            connection = UpstreamConnection(spec, session, transcript)
-            connection.closed = closed
-            yield connection
+            yield UpstreamConnection(spec, session, transcript, closed)
