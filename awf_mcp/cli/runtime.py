@@ -140,7 +140,9 @@ async def start(
 async def start_servers(settings: Settings, connect: Connect | None = None) -> list[PluginRecord]:
     """Start the configured upstream servers through the SDK client adapter (or ``connect``)."""
     if connect is None:
-        from awf_mcp.wire.client import connect
+        from awf_mcp.wire.client import connect as sdk_connect
+
+        connect = sdk_connect
     return await start_all(settings.servers, connect, roots=settings.roots, strict=settings.strict)
 
 

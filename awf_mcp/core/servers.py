@@ -217,7 +217,9 @@ def parse_one(name: str, table: Any, where: str, environ: Mapping[str, str] | No
     return spec
 
 
-def parse(data: Mapping[str, Any], path: str, environ: Mapping[str, str] | None = None) -> tuple[ServerSpec, ...]:
+def parse(
+    data: Mapping[str, Any], path: str, environ: Mapping[str, str] | None = None
+) -> tuple[ServerSpec, ...]:
     """The servers of a parsed config file: its ``servers`` and ``mcpServers`` tables."""
     specs: dict[str, ServerSpec] = {}
     for key in ("servers", "mcpServers"):

@@ -194,7 +194,9 @@ class UpstreamProvider:
                     self._mark_down(opened[0].reason())
                 ready.set()
 
-        self._runner = asyncio.get_running_loop().create_task(own(), name=f"awf-mcp upstream {self.spec.name}")
+        self._runner = asyncio.get_running_loop().create_task(
+            own(), name=f"awf-mcp upstream {self.spec.name}"
+        )
         await ready.wait()
         session = self._session
         if session is None:
@@ -252,6 +254,7 @@ class UpstreamProvider:
             except UpstreamFailure as exc:
                 await self._shut()
                 self._restart_failed(str(exc))
+            assert session is not None
             self.down_since = 0.0
             log.warning("server '%s' restarted", name)
             return session

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import shutil
@@ -137,9 +138,11 @@ class UpstreamConnection:
     ) -> ToolResult:
         """Call tool ``name`` (the server's own name); JSON-RPC errors become ``isError`` results."""
 
-        async def on_progress(value: float, total: float | None, message: str | None) -> None:
-            if progress is not None:
-                progress(value, total, message)
+        reporter = progress
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            if reporter is not None:
+                reporter(progress, total, message)
 
         try:
             result = await self.session.call_tool(
@@ -282,10 +285,14 @@ def _describe_exit(code: int | None) -> str:
 
 
 @contextlib.asynccontextmanager
-async def _stdio_streams(spec: ServerSpec, cwd: str, transcript: Transcript, closed: anyio.Event) -> AsyncIterator[Any]:
+async def _stdio_streams(
+    spec: ServerSpec, cwd: str, transcript: Transcript, closed: anyio.Event
+) -> AsyncIterator[Any]:
     env = child_environment()
     env.update(spec.env)
-    executable = shutil.which(spec.command, path=env.get("PATH")) if os.sep not in spec.command else spec.command
+    executable = (
+        shutil.which(spec.command, path=env.get("PATH")) if os.sep not in spec.command else spec.command
+    )
     if not executable:
         raise UpstreamFailure(spec.redact(f"command '{spec.command}' was not found on PATH"))
     read_fd, write_fd = os.pipe()
@@ -299,11 +306,13 @@ async def _stdio_streams(spec: ServerSpec, cwd: str, transcript: Transcript, clo
             env=env,
             cwd=cwd or None,
             start_new_session=True,
-            preexec_fn=lambda parent=os.getpid(): _die_with_parent(parent),  # type: ignore[misc]
+            preexec_fn=functools.partial(_die_with_parent, os.getpid()),
         )
     except OSError as exc:
         os.close(read_fd)
-        raise UpstreamFailure(spec.redact(f"could not start '{spec.command}': {exc.strerror or exc}")) from None
+        raise UpstreamFailure(
+            spec.redact(f"could not start '{spec.command}': {exc.strerror or exc}")
+        ) from None
     finally:
         os.close(write_fd)
 

@@ -56,11 +56,11 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from pydantic import TypeAdapter
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
+from pydantic import TypeAdapter
 
 from awf_mcp.core.calls import ToolInvoker, describe_exception
 from awf_mcp.errors import UnknownToolError

@@ -289,7 +289,9 @@ def test_an_expanded_secret_never_reaches_the_log(tmp_path: Path, markers: Path)
     secret = f"s3cret-{uuid.uuid4().hex}"
     config = write_config(tmp_path, fake("fake", "good", markers, env={"FAKE_SECRET": "${UPSTREAM_TOKEN}"}))
     env = {**NO_PLUGINS, "UPSTREAM_TOKEN": secret}
-    with RawServer("--config", config, "--no-builtins", "--log-level", "DEBUG", env=env, cwd=tmp_path) as server:
+    with RawServer(
+        "--config", config, "--no-builtins", "--log-level", "DEBUG", env=env, cwd=tmp_path
+    ) as server:
         server.initialize()
         reply = server.request("tools/call", {"name": "fake_leak", "arguments": {}})
         assert reply["result"].get("isError") is not True

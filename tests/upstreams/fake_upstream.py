@@ -61,10 +61,18 @@ def call(request_id: object, name: str, arguments: dict) -> None:
             request_id,
             {
                 "content": [
-                    {"type": "audio", "data": base64.b64encode(b"RIFFfake").decode(), "mimeType": "audio/wav"},
+                    {
+                        "type": "audio",
+                        "data": base64.b64encode(b"RIFFfake").decode(),
+                        "mimeType": "audio/wav",
+                    },
                     {
                         "type": "resource",
-                        "resource": {"uri": "blob://one", "mimeType": "application/octet-stream", "blob": "AAEC"},
+                        "resource": {
+                            "uri": "blob://one",
+                            "mimeType": "application/octet-stream",
+                            "blob": "AAEC",
+                        },
                         "annotations": {"priority": 0.25},
                     },
                 ]
