@@ -112,7 +112,8 @@ class UpstreamConnection:
         try:
             result = await self.session.initialize()
         except MCPError as exc:
-            reason = self.reason() if self.closed.is_set() else self.spec.redact(exc.error.message)
+            known = self.closed.is_set() or self.transcript.fault
+            reason = self.reason() if known else self.spec.redact(exc.error.message)
             raise UpstreamFailure(f"the handshake failed: {reason}") from None
         except Exception as exc:
             raise UpstreamFailure(self.spec.redact(f"the handshake failed: {exc}")) from None
@@ -404,9 +405,13 @@ async def _http_streams(spec: ServerSpec, closed: anyio.Event) -> AsyncIterator[
             closed.set()
 
 
-async def _log_notification(spec: ServerSpec, message: Any) -> None:
+async def _note_transport_error(transcript: Transcript, message: Any) -> None:
     if isinstance(message, Exception):
-        log.debug("[%s] transport error: %s", spec.name, spec.redact(str(message)))
+        text = str(message).strip().splitlines()[0] if str(message).strip() else ""
+        transcript.fault = transcript.spec.redact(
+            f"{type(message).__name__}: {text}" if text else repr(message)
+        )
+        log.debug("[%s] transport error: %s", transcript.spec.name, transcript.fault)
 
 
 @contextlib.asynccontextmanager
@@ -424,7 +429,7 @@ async def connect(spec: ServerSpec, cwd: str) -> AsyncIterator[UpstreamConnectio
             reads,
             writes,
             client_info=types.Implementation(name="awf-mcp", version=__version__),
-            message_handler=lambda message: _log_notification(spec, message),
+            message_handler=lambda message: _note_transport_error(transcript, message),
         )
         async with session:
             yield UpstreamConnection(spec, session, transcript, closed)
