@@ -17,6 +17,7 @@ running; an expanded secret never reaches awf-mcp's stderr.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -30,7 +31,17 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.helpers.harness import RawServer, alive, marked_pids, mcp_session, text_of, wait_until
+from tests.e2e.test_http import TOKEN as HTTP_TOKEN
+from tests.e2e.test_http import http_server  # noqa: F401  (the fixture)
+from tests.helpers.harness import (
+    RawServer,
+    alive,
+    marked_pids,
+    mcp_session,
+    server_command,
+    text_of,
+    wait_until,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -298,3 +309,69 @@ def test_an_expanded_secret_never_reaches_the_log(tmp_path: Path, markers: Path)
         assert wait_until(lambda: "[fake] the secret is" in server.stderr(), timeout=5)
         assert secret not in server.stderr()
         assert "[fake] the secret is ***" in server.stderr()
+
+
+@pytest.mark.anyio
+async def test_an_http_upstream_is_served_with_its_headers_and_a_wrong_token_is_reported(
+    tmp_path: Path,
+    root: Path,
+    http_server: tuple[str, subprocess.Popen[bytes]],  # noqa: F811  (the imported fixture)
+) -> None:
+    url, _ = http_server
+    (root / "hello.txt").write_text("hello from the remote root\n")
+    config = tmp_path / "awf-mcp.toml"
+    config.write_text(
+        f"""
+[servers.remote]
+url = "{url}"
+headers = {{ Authorization = "Bearer ${{REMOTE_TOKEN}}" }}
+
+[servers.denied]
+url = "{url}"
+headers = {{ Authorization = "Bearer wrong-token-value" }}
+startup_timeout_seconds = 5
+"""
+    )
+    errors = tmp_path / "stderr.txt"
+    env = {**NO_PLUGINS, "REMOTE_TOKEN": HTTP_TOKEN}
+    with errors.open("w") as errlog:
+        async with mcp_session(
+            "--config", str(config), "--no-builtins", cwd=tmp_path, env=env, errlog=errlog
+        ) as session:
+            names = {tool.name for tool in (await session.list_tools()).tools}
+            read = await session.call_tool("remote_Read", {"path": str(root / "hello.txt")})
+    assert {"remote_Read", "remote_Glob"} <= names and not any(n.startswith("denied_") for n in names)
+    assert not read.is_error and "hello from the remote root" in text_of(read)
+    logged = errors.read_text()
+    assert "server 'denied' not served" in logged
+    assert HTTP_TOKEN not in logged and "wrong-token-value" not in logged
+
+
+def test_servers_list_shows_states_and_tools_and_no_secret(tmp_path: Path, markers: Path) -> None:
+    secret = f"s3cret-{uuid.uuid4().hex}"
+    config = write_config(
+        tmp_path,
+        fake("fake", "good", markers, env={"FAKE_SECRET": "${UPSTREAM_TOKEN}"}),
+        fake("quitter", "exit", markers),
+        server_table("off", "nothing", [], enabled=False),
+        server_table("leaky", sys.executable, [str(FAKE), "exit", "--token=${UPSTREAM_TOKEN}"]),
+    )
+    env = {**NO_PLUGINS, "UPSTREAM_TOKEN": secret, "PATH": os.environ["PATH"]}
+    done = subprocess.run(
+        server_command("servers", "list", "--json", "--config", config),
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert secret not in done.stdout + done.stderr
+    rows = {row["name"]: row for row in json.loads(done.stdout)["servers"]}
+    assert rows["fake"]["state"] == "running"
+    assert rows["fake"]["tools"] == ["fake_audio", "fake_big", "fake_leak", "fake_wait"]
+    assert rows["fake"]["env"] == ["FAKE_SECRET"]
+    assert rows["quitter"]["state"] == "failed" and "it exited with code 3" in rows["quitter"]["reason"]
+    assert rows["off"]["state"] == "disabled"
+    assert rows["leaky"]["args"][-1] == "--token=${UPSTREAM_TOKEN}"
+    assert wait_until(lambda: not marked_pids(str(markers)), timeout=5)
