@@ -39,7 +39,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Protocol
 
 import anyio
@@ -48,6 +48,9 @@ from awf_mcp.core.plugins import PluginRecord, ProviderTools
 from awf_mcp.core.registry import name_problem
 from awf_mcp.core.servers import ServerSpec
 from awf_mcp.errors import PluginError
+from awf_mcp.ops import upstreamprocess
+from awf_mcp.ops.childenv import child_environment
+from awf_mcp.ops.upstreamprocess import launch_key
 from awf_mcp.ports import ToolDefinition, ToolError, ToolResult, current_call
 
 log = logging.getLogger("awf_mcp.upstream")
@@ -307,13 +310,19 @@ def _no_limit() -> Any:
     yield
 
 
-@dataclass(slots=True)
-class ServerState:
-    """One server as ``awf-mcp servers list`` shows it."""
+def launch_early(specs: Sequence[ServerSpec], roots: Sequence[str] = ()) -> None:
+    """Spawn every enabled stdio server now, so its start overlaps awf-mcp's own.
 
-    spec: ServerSpec
-    status: str
-    tools: list[str]
+    The connection made later by :func:`start_all` adopts the process (see
+    :mod:`awf_mcp.ops.upstreamprocess`); nothing is reported here.
+    """
+    launches = {}
+    for spec in specs:
+        if spec.enabled and not spec.problem and spec.transport == "stdio":
+            env = child_environment()
+            env.update(spec.env)
+            launches[spec.name] = launch_key(spec.command, spec.args, env, working_directory(spec, roots))
+    upstreamprocess.launch_early(launches)
 
 
 def report_failed_server(record: PluginRecord) -> None:

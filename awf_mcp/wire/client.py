@@ -12,8 +12,9 @@ With :mod:`awf_mcp.wire.server` the only module that imports the SDK (``mcp``,
 stdio
 -----
 * The server starts with the user's environment (:func:`awf_mcp.ops.childenv.child_environment`)
-  plus its ``env``, in its own process group, with ``PR_SET_PDEATHSIG`` = ``SIGKILL`` on
-  Linux: a ``kill -9`` of awf-mcp kills it, and its own children see their stdin close.
+  plus its ``env``, through :mod:`awf_mcp.ops.upstreamprocess`: its own process group, and
+  ``PR_SET_PDEATHSIG`` so a ``kill -9`` of awf-mcp kills it. A process that
+  :func:`~awf_mcp.ops.upstreamprocess.launch_early` started for the same launch is used.
 * Its stdout is read through :class:`~awf_mcp.wire.framing.FrameReader`: a line over
   10 MiB ends the connection (the server is restarted on the next call) and is never
   buffered whole; a line that is not JSON-RPC is logged and skipped.
@@ -42,12 +43,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import os
-import shutil
 import signal
-import sys
+import subprocess
+from asyncio.streams import FlowControlMixin
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -62,6 +62,7 @@ from awf_mcp import __version__
 from awf_mcp.core.servers import ServerSpec
 from awf_mcp.core.upstream import ProgressCallback, UpstreamFailure, UpstreamGone
 from awf_mcp.ops.childenv import child_environment
+from awf_mcp.ops.upstreamprocess import claim, launch_key, spawn
 from awf_mcp.ports import ToolAnnotations, ToolContent, ToolDefinition, ToolResult
 from awf_mcp.wire.framing import MAX_MESSAGE_BYTES, Frame, FrameReader
 
@@ -71,7 +72,6 @@ STDIN_GRACE_SECONDS = 0.2
 TERM_GRACE_SECONDS = 0.1
 STDERR_LINE_CHARS = 2000
 STDERR_TAIL_LINES = 5
-_PR_SET_PDEATHSIG = 1
 
 
 class Transcript:
@@ -239,34 +239,22 @@ def result_from_mcp(result: types.CallToolResult) -> ToolResult:
     )
 
 
-def _die_with_parent(parent: int) -> None:  # pragma: no cover - runs in the child
-    """``preexec_fn``: ask Linux to SIGKILL this child when awf-mcp dies; exit if it already has."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:
-            os._exit(1)
-
-
-async def _exited(process: asyncio.subprocess.Process, seconds: float) -> bool:
+async def _exited(process: subprocess.Popen[bytes], seconds: float) -> bool:
     with anyio.move_on_after(seconds):
-        while process.returncode is None:
+        while process.poll() is None:
             await anyio.sleep(0.01)
-    return process.returncode is not None
+    return process.poll() is not None
 
 
-def _kill_group(process: asyncio.subprocess.Process, signum: signal.Signals) -> None:
+def _kill_group(process: subprocess.Popen[bytes], signum: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signum)
 
 
-async def stop_process(process: asyncio.subprocess.Process) -> None:
+async def stop_process(process: subprocess.Popen[bytes], stdin: asyncio.StreamWriter) -> None:
     """Close stdin, then SIGTERM and SIGKILL the process group after short graces."""
-    if process.stdin is not None:
-        with contextlib.suppress(Exception):
-            process.stdin.close()
+    with contextlib.suppress(Exception):
+        stdin.close()
     if not await _exited(process, STDIN_GRACE_SECONDS):
         _kill_group(process, signal.SIGTERM)
         if not await _exited(process, TERM_GRACE_SECONDS):
@@ -285,37 +273,34 @@ def _describe_exit(code: int | None) -> str:
     return f"it exited with code {code}"
 
 
+async def _pipes(process: subprocess.Popen[bytes]) -> tuple[asyncio.StreamWriter, asyncio.StreamReader]:
+    """The event loop's writer for the process's stdin and reader for its stderr."""
+    assert process.stdin is not None and process.stderr is not None
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.connect_write_pipe(FlowControlMixin, process.stdin)
+    stdin = asyncio.StreamWriter(transport, protocol, None, loop)
+    stderr = asyncio.StreamReader(limit=1 << 16)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stderr), process.stderr)
+    return stdin, stderr
+
+
 @contextlib.asynccontextmanager
 async def _stdio_streams(
     spec: ServerSpec, cwd: str, transcript: Transcript, closed: anyio.Event
 ) -> AsyncIterator[Any]:
     env = child_environment()
     env.update(spec.env)
-    executable = (
-        shutil.which(spec.command, path=env.get("PATH")) if os.sep not in spec.command else spec.command
-    )
-    if not executable:
-        raise UpstreamFailure(spec.redact(f"command '{spec.command}' was not found on PATH"))
-    read_fd, write_fd = os.pipe()
-    try:
-        process = await asyncio.create_subprocess_exec(
-            executable,
-            *spec.args,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=write_fd,
-            stderr=asyncio.subprocess.PIPE,
-            env=env,
-            cwd=cwd or None,
-            start_new_session=True,
-            preexec_fn=functools.partial(_die_with_parent, os.getpid()),
-        )
-    except OSError as exc:
-        os.close(read_fd)
-        raise UpstreamFailure(
-            spec.redact(f"could not start '{spec.command}': {exc.strerror or exc}")
-        ) from None
-    finally:
-        os.close(write_fd)
+    key = launch_key(spec.command, spec.args, env, cwd)
+    process = claim(spec.name, key)
+    if process is None:
+        try:
+            process = spawn(spec.command, spec.args, env, cwd)
+        except OSError as exc:
+            reason = f"could not start '{spec.command}': {exc.strerror}" if exc.strerror else str(exc)
+            raise UpstreamFailure(spec.redact(reason)) from None
+    assert process.stdout is not None
+    read_fd = process.stdout.fileno()
+    stdin, stderr = await _pipes(process)
 
     to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](16)
@@ -341,7 +326,8 @@ async def _stdio_streams(
                 # EOF: say how the process ended before the session learns that the connection did.
                 await _exited(process, 0.2)
                 transcript.exit = _describe_exit(process.returncode)
-                os.close(read_fd)
+                assert process.stdout is not None
+                process.stdout.close()
         finally:
             closed.set()
 
@@ -356,20 +342,18 @@ async def _stdio_streams(
         await to_session.send(SessionMessage(message))
 
     async def pump_stdin() -> None:
-        assert process.stdin is not None
         async with from_session:
             async for session_message in from_session:
                 data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
                 try:
-                    process.stdin.write(data.encode() + b"\n")
-                    await process.stdin.drain()
-                except (ConnectionError, OSError):
+                    stdin.write(data.encode() + b"\n")
+                    await stdin.drain()
+                except (ConnectionError, OSError, RuntimeError):
                     return
 
     async def pump_stderr() -> None:
-        assert process.stderr is not None
         pending = b""
-        while chunk := await process.stderr.read(65536):
+        while chunk := await stderr.read(65536):
             *lines, pending = (pending + chunk).split(b"\n")
             pending = pending[-STDERR_LINE_CHARS:]
             for raw in lines:
@@ -386,7 +370,7 @@ async def _stdio_streams(
             yield session_reads, session_writes
         finally:
             with anyio.CancelScope(shield=True):
-                await stop_process(process)
+                await stop_process(process, stdin)
             group.cancel_scope.cancel()
 
 
