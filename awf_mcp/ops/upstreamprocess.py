@@ -18,12 +18,13 @@ Standard library only.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 _PR_SET_PDEATHSIG = 1
 
@@ -33,14 +34,28 @@ Launch = tuple[str, tuple[str, ...], tuple[tuple[str, str], ...], str]
 _early: dict[str, tuple[Launch, subprocess.Popen[bytes]]] = {}
 
 
-def _die_with_parent(parent: int) -> None:  # pragma: no cover - runs in the child, between fork and exec
-    if sys.platform.startswith("linux"):
-        import ctypes
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
+    """libc's ``prctl``, looked up in the parent: the child between fork and exec must not import."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:  # awf-mcp died before the signal was armed
-            os._exit(1)
+    try:
+        function: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    return function
+
+
+def _die_with(parent: int, prctl: Callable[..., int] | None) -> Callable[[], None]:
+    def arm() -> None:  # pragma: no cover - runs in the child, between fork and exec
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+            if os.getppid() != parent:  # awf-mcp died before the signal was armed
+                os._exit(1)
+
+    return arm
 
 
 def launch_key(command: str, args: Sequence[str], env: Mapping[str, str], cwd: str) -> Launch:
@@ -53,7 +68,6 @@ def spawn(command: str, args: Sequence[str], env: Mapping[str, str], cwd: str) -
     executable = command if os.sep in command else shutil.which(command, path=env.get("PATH"))
     if not executable:
         raise FileNotFoundError(f"command '{command}' was not found on PATH")
-    parent = os.getpid()
     return subprocess.Popen(
         [executable, *args],
         stdin=subprocess.PIPE,
@@ -62,7 +76,7 @@ def spawn(command: str, args: Sequence[str], env: Mapping[str, str], cwd: str) -
         env=dict(env),
         cwd=cwd or None,
         start_new_session=True,
-        preexec_fn=lambda: _die_with_parent(parent),
+        preexec_fn=_die_with(os.getpid(), _prctl()),
     )
 
 

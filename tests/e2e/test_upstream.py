@@ -272,8 +272,11 @@ def test_strict_makes_a_failed_upstream_fatal(tmp_path: Path, markers: Path) -> 
     assert wait_until(lambda: not marked_pids(str(markers)), timeout=5)
 
 
+STUBBORN = {"FAKE_IGNORE_EOF": "1"}
+
+
 def test_eof_stops_every_upstream_within_the_exit_bound(tmp_path: Path, markers: Path) -> None:
-    config = write_config(tmp_path, fake("one", "good", markers), fake("two", "good", markers))
+    config = write_config(tmp_path, fake("one", "good", markers, env=STUBBORN), fake("two", "good", markers))
     with RawServer("--config", config, "--no-builtins", env=NO_PLUGINS, cwd=tmp_path) as server:
         server.initialize()
         assert len(marked_pids(str(markers))) == 2
@@ -286,7 +289,9 @@ def test_eof_stops_every_upstream_within_the_exit_bound(tmp_path: Path, markers:
 
 
 def test_kill_9_of_awf_mcp_leaves_no_upstream_running(tmp_path: Path, markers: Path) -> None:
-    config = write_config(tmp_path, fake("one", "good", markers), fake("two", "good", markers))
+    config = write_config(
+        tmp_path, fake("one", "good", markers, env=STUBBORN), fake("two", "good", markers, env=STUBBORN)
+    )
     with RawServer("--config", config, "--no-builtins", env=NO_PLUGINS, cwd=tmp_path) as server:
         server.initialize()
         upstreams = marked_pids(str(markers))

@@ -11,6 +11,8 @@
 * ``garbage``: answers every line with a line that is not JSON;
 * ``exit``: exits at once with code 3, after a line on stderr;
 * ``flood``: answers ``initialize``, then writes one endless line on stdout.
+
+``FAKE_IGNORE_EOF=1`` in its environment makes it outlive stdin EOF and ignore SIGTERM.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -133,3 +136,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    if os.environ.get("FAKE_IGNORE_EOF") == "1":  # outlive stdin EOF and SIGTERM: only a kill stops it
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        while True:
+            time.sleep(1)
