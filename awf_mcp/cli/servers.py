@@ -1,4 +1,7 @@
-"""``awf-mcp servers list [--json]``: the configured upstream MCP servers, their state and tools.
+"""``awf-mcp servers list [--json]`` and ``awf-mcp servers import claude|gemini|codex [--write]``.
+
+``servers import`` is :func:`awf_mcp.ops.serverimport.import_servers`. ``servers list``
+shows the configured upstream MCP servers, their state and tools:
 
 Every enabled server is started exactly as ``awf-mcp serve`` starts it (concurrently,
 each bounded by its ``startup_timeout_seconds``), asked for its tools, and stopped.
@@ -74,3 +77,34 @@ def servers_list(
         tools = ", ".join(row["tools"]) if row["tools"] else "-"
         table.add_row(row["name"], row["transport"], state, tools)
     Console().print(table)
+
+
+@servers_app.command("import")
+def servers_import(
+    client: Annotated[
+        str, typer.Argument(help="The agent whose MCP servers to import: claude, gemini or codex.")
+    ],
+    write: Annotated[
+        bool,
+        typer.Option(
+            "--write",
+            help="Append them to awf-mcp.toml; swap them for the awf entry in the agent's file (.bak kept).",
+        ),
+    ] = False,
+    scope: Annotated[
+        str, typer.Option("--scope", help="project or user: which of the agent's files.")
+    ] = "project",
+    config: Annotated[
+        str | None, typer.Option("--config", help="The awf-mcp TOML file (default: ./awf-mcp.toml).")
+    ] = None,
+) -> None:
+    """Copy an agent's MCP servers into awf-mcp.toml (print only, unless --write)."""
+    from pathlib import Path
+
+    from awf_mcp.ops.serverimport import import_servers
+
+    print(
+        launch.guarded(
+            lambda: import_servers(client, write=write, scope=scope, config=Path(config) if config else None)
+        )
+    )
