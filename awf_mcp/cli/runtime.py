@@ -34,6 +34,7 @@ from awf_mcp.core.plugins import LoadedPlugins, PluginRecord
 from awf_mcp.core.plugins import load as load_plugins
 from awf_mcp.core.registry import Registry, build
 from awf_mcp.core.upstream import Connect, start_all
+from awf_mcp.core.upstream import instructions as upstream_instructions
 from awf_mcp.ports import ToolProvider
 
 log = logging.getLogger("awf_mcp")
@@ -205,6 +206,7 @@ async def serve_http(
 
     runtime = await start(settings, observer=observer)
     mcp_server = adapter.McpServer(runtime.invoker, version=version)
+    mcp_server.sdk_server.instructions = upstream_instructions(runtime.plugins.records)
     settle()
     stop = anyio.Event()
     try:
@@ -237,6 +239,7 @@ async def serve_stdio(
     with claim_stdio() as wire:
         runtime = await start(settings, observer=observer)
         server = McpServer(runtime.invoker, version=version)
+        server.sdk_server.instructions = upstream_instructions(runtime.plugins.records)
         settle()
         try:
             async with anyio.create_task_group() as group:

@@ -22,6 +22,7 @@ Contract
   so; the next call restarts it. Restarts after consecutive deaths wait
   :func:`backoff_seconds`; a call inside that wait gets an ``isError`` saying when the
   next attempt is.
+* :func:`instructions` gathers the upstreams' own ``instructions`` for awf-mcp's.
 * ``close()`` ends the connection (the adapter stops the process group) and is bounded
   by the runtime's close timeout.
 
@@ -323,6 +324,20 @@ def launch_early(specs: Sequence[ServerSpec], roots: Sequence[str] = ()) -> None
             env.update(spec.env)
             launches[spec.name] = launch_key(spec.command, spec.args, env, working_directory(spec, roots))
     upstreamprocess.launch_early(launches)
+
+
+def instructions(records: Sequence[PluginRecord]) -> str | None:
+    """The served upstreams' own ``instructions``, each under its server's name, for awf-mcp's."""
+    parts = []
+    for record in records:
+        for entry in record.providers if record.ok else ():
+            provider = entry.provider
+            if isinstance(provider, UpstreamProvider) and provider.instructions:
+                text = provider.instructions.strip()
+                parts.append(f"## Server '{record.name}' (tools {record.name}_*)\n\n{text}")
+    if not parts:
+        return None
+    return "Instructions of the upstream MCP servers whose tools this server relays:\n\n" + "\n\n".join(parts)
 
 
 def report_failed_server(record: PluginRecord) -> None:

@@ -115,6 +115,7 @@ async def test_real_upstreams_are_served_under_prefixed_names_with_definitions_u
     )
     async with mcp_session("--config", config, "--no-builtins", cwd=tmp_path, env=NO_PLUGINS) as session:
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        instructions = session.initialize_result.instructions if session.initialize_result else None
     assert {"time_get_current_time", "time_convert_time", "memory_create_entities", "everything_echo"} <= set(
         tools
     )
@@ -126,6 +127,10 @@ async def test_real_upstreams_are_served_under_prefixed_names_with_definitions_u
     structured = tools["everything_get-structured-content"]
     assert structured.output_schema is not None
     assert "temperature" in structured.output_schema["properties"]
+    # awf-mcp advertises no sampling, elicitation or roots upstream (the agent here has none):
+    # server-everything then leaves out the tools that would need them.
+    assert not [name for name in tools if "sampling" in name or "elicitation" in name or "roots" in name]
+    assert instructions is not None and "## Server 'everything' (tools everything_*)" in instructions
 
 
 @pytest.mark.anyio
