@@ -180,7 +180,6 @@ class UpstreamProvider:
                 async with self._connect(self.spec, self._cwd) as session:
                     opened.append(session)
                     self._session = session
-                    self.instructions = session.instructions
                     ready.set()
                     async with anyio.create_task_group() as group:
 
@@ -213,6 +212,7 @@ class UpstreamProvider:
             raise
         except Exception as exc:
             raise _as_failure(exc, self.spec) from None
+        self.instructions = session.instructions
         return session
 
     def _mark_down(self, reason: str) -> None:

@@ -47,13 +47,14 @@ class FakeSession:
     def __init__(self, behaviour: Behaviour) -> None:
         self.behaviour = behaviour
         self.closed = anyio.Event()
+        self.instructions: str | None = None
+
+    async def handshake(self) -> None:
+        await anyio.sleep(self.behaviour.handshake_delay)
         self.instructions = "fake instructions"
 
     def reason(self) -> str:
         return "it was killed by SIGKILL" if self.closed.is_set() else ""
-
-    async def handshake(self) -> None:
-        await anyio.sleep(self.behaviour.handshake_delay)
 
     async def list_tools(self) -> list[ToolDefinition]:
         return [
