@@ -192,6 +192,9 @@ class UpstreamProvider:
                         group.cancel_scope.cancel()
             except Exception as exc:
                 failure.append(exc)
+            except BaseException:
+                stop.set()  # cancelled with the event loop: a shutdown, not a death
+                raise
             finally:
                 if opened and opened[0].closed.is_set() and not stop.is_set():
                     self._mark_down(opened[0].reason())
