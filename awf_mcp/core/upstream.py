@@ -59,6 +59,9 @@ log = logging.getLogger("awf_mcp.upstream")
 ProgressCallback = Callable[[float, "float | None", "str | None"], None]
 
 MAX_BACKOFF_SECONDS = 30.0
+SHUT_SECONDS = 0.45
+"""How long closing waits for a connection to end (stdin EOF, SIGTERM, SIGKILL of its group take
+0.3 s at most) before it stops waiting: under the runtime's 0.5 s bound per provider."""
 
 
 class UpstreamFailure(ToolError):
@@ -232,7 +235,7 @@ class UpstreamProvider:
         runner, self._runner = self._runner, None
         if runner is not None and not runner.done():
             with anyio.CancelScope(shield=True):
-                await asyncio.wait({runner}, timeout=1.0)
+                await asyncio.wait({runner}, timeout=SHUT_SECONDS)
             if not runner.done():
                 runner.cancel()
         self._session = None
