@@ -194,6 +194,8 @@ _KNOWN_CONTENT_FIELDS = {"type", "text", "data", "mimeType", "uri", "name"}
 
 def content_from_mcp(block: Any) -> ToolContent:
     """The domain item for an MCP content block; fields without a domain slot go to ``extra``."""
+    if type(block) is types.TextContent and block.annotations is None and block.meta is None:
+        return ToolContent(type="text", text=block.text)  # the common case, without a dump
     wire: dict[str, Any] = block.model_dump(by_alias=True, mode="json", exclude_none=True)
     kind = wire["type"]
     extra = {key: value for key, value in wire.items() if key not in _KNOWN_CONTENT_FIELDS}
