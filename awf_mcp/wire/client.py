@@ -112,6 +112,7 @@ class UpstreamConnection:
         try:
             result = await self.session.initialize()
         except MCPError as exc:
+            await anyio.sleep(0.01)  # a transport error is delivered by a task of its own: let it land
             known = self.closed.is_set() or self.transcript.fault
             reason = self.reason() if known else self.spec.redact(exc.error.message)
             raise UpstreamFailure(f"the handshake failed: {reason}") from None
