@@ -385,3 +385,24 @@ def test_servers_list_shows_states_and_tools_and_no_secret(tmp_path: Path, marke
     assert rows["off"]["state"] == "disabled"
     assert rows["leaky"]["args"][-1] == "--token=${UPSTREAM_TOKEN}"
     assert wait_until(lambda: not marked_pids(str(markers)), timeout=5)
+
+
+@pytest.mark.anyio
+async def test_an_agent_configuration_pasted_into_the_proxy_json_is_served(tmp_path: Path) -> None:
+    executable = shutil.which("mcp-server-time", path=str(Path(sys.executable).parent))
+    assert executable
+    proxy = tmp_path / "proxy.json"
+    proxy.write_text(
+        json.dumps(
+            {
+                "intercept_builtins": False,
+                "plugin_tools": [{"plugin": "time", "expose": ["get_current_time"]}],
+                "mcpServers": {"time": {"type": "stdio", "command": executable, "args": [], "env": {}}},
+            }
+        )
+    )
+    async with mcp_session("--config", str(proxy), cwd=tmp_path, env=NO_PLUGINS) as session:
+        names = [tool.name for tool in (await session.list_tools()).tools]
+        result = await session.call_tool("time_get_current_time", {"timezone": "UTC"})
+    assert names == ["time_get_current_time"]
+    assert not result.is_error and '"timezone": "UTC"' in text_of(result)
