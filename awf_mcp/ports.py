@@ -126,14 +126,32 @@ class ToolDefinition:
     output_schema: JSONSchema | None = None
 
 
+ContentType = Literal["text", "image", "audio", "resource", "resource_link"]
+"""The MCP content block types a result may carry."""
+
+
 @dataclass(frozen=True, slots=True)
 class ToolContent:
-    """One content item of a result: text, or a base64-encoded image."""
+    """One content item of a result, as MCP defines them.
 
-    type: Literal["text", "image"]
+    * ``text``: ``text``;
+    * ``image`` and ``audio``: base64 ``data`` and its ``mime_type``;
+    * ``resource`` (an embedded resource): ``uri``, optional ``mime_type``, and either
+      ``text`` or base64 ``data`` (the resource's ``blob``);
+    * ``resource_link``: ``uri`` and ``name``, optional ``mime_type``.
+
+    ``extra`` holds the item's other wire fields verbatim (``annotations``, ``_meta``,
+    a link's ``title``, ``description`` or ``size``), so a result relayed from another
+    MCP server passes through whole.
+    """
+
+    type: ContentType
     text: str = ""
     data: str = ""
     mime_type: str = ""
+    uri: str = ""
+    name: str = ""
+    extra: Mapping[str, Any] | None = None
 
     @classmethod
     def of_text(cls, text: str) -> ToolContent:
@@ -144,6 +162,29 @@ class ToolContent:
     def of_image(cls, raw: bytes, mime_type: str) -> ToolContent:
         """An image item from raw bytes (encoded to base64 here)."""
         return cls(type="image", data=base64.b64encode(raw).decode("ascii"), mime_type=mime_type)
+
+    @classmethod
+    def of_audio(cls, raw: bytes, mime_type: str) -> ToolContent:
+        """An audio item from raw bytes (encoded to base64 here)."""
+        return cls(type="audio", data=base64.b64encode(raw).decode("ascii"), mime_type=mime_type)
+
+    @classmethod
+    def of_resource(
+        cls, uri: str, *, text: str | None = None, blob: bytes | None = None, mime_type: str = ""
+    ) -> ToolContent:
+        """An embedded resource holding ``text`` or the raw bytes ``blob``."""
+        if (text is None) == (blob is None):
+            raise ValueError("an embedded resource holds either text or blob")
+        if blob is not None:
+            return cls(
+                type="resource", uri=uri, data=base64.b64encode(blob).decode("ascii"), mime_type=mime_type
+            )
+        return cls(type="resource", uri=uri, text=text or "", mime_type=mime_type)
+
+    @classmethod
+    def of_resource_link(cls, uri: str, name: str, *, mime_type: str = "") -> ToolContent:
+        """A link to a resource the client may read."""
+        return cls(type="resource_link", uri=uri, name=name, mime_type=mime_type)
 
 
 @dataclass(slots=True)

@@ -31,7 +31,9 @@ Sections:
 * ``exit``        stdin EOF -> process exit;
 * ``grep``        awf-mcp ``Grep`` through the server over a generated tree (50,000 files,
                   about 200 MiB, generated once under ``~/.cache/awf-mcp-bench``) vs
-                  ``grep -rn`` / ``grep -rl`` (and ``rg`` when on PATH).
+                  ``grep -rn`` / ``grep -rl`` (and ``rg`` when on PATH);
+* ``upstream``    three real upstream MCP servers direct and behind awf-mcp: start-up, echo
+                  calls/s (sequential, 16 in flight), added latency, RSS (``bench/upstreams.py``).
 
 Contract: every comparison is between numbers measured in the same run (the machines this
 runs on are noisy), so targets are ratios and print PASS, MISS or SKIP (not measured). The
@@ -64,9 +66,10 @@ REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
 from client import Connection, ServerError, text_of  # noqa: E402
+from upstreams import bench_upstream  # noqa: E402
 from workloads import READ_LINES, default_cache_dir, grep_tree, make_plugins, read_file_text  # noqa: E402
 
-SECTIONS = ("startup", "throughput", "concurrency", "memory", "plugins", "exit", "grep")
+SECTIONS = ("startup", "throughput", "concurrency", "memory", "plugins", "exit", "grep", "upstream")
 NODE_PACKAGE = "@modelcontextprotocol/server-filesystem"
 MIB = 1024 * 1024
 
@@ -599,6 +602,7 @@ BENCHES: dict[str, Callable[[Setup, Report], None]] = {
     "plugins": bench_plugins,
     "exit": bench_exit,
     "grep": bench_grep,
+    "upstream": bench_upstream,
 }
 
 

@@ -14,10 +14,10 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
 for plugin in tests/fixtures/awf-plugin-* plugins/awf-plugin-*; do
   [ -f "$plugin/pyproject.toml" ] && "${pip[@]}" install --no-deps -e "$plugin"
 done
-# Node.js test tools (the MCP conformance suite; the agent CLIs Claude Code, Gemini CLI and Codex),
-# pinned by their package-lock.json files.
+# Node.js test tools (the MCP conformance suite; the agent CLIs Claude Code, Gemini CLI and Codex;
+# the upstream MCP servers), pinned by their package-lock.json files.
 if command -v npm >/dev/null 2>&1; then
-  for node_dir in tests/conformance tests/agents; do
+  for node_dir in tests/conformance tests/agents tests/upstreams; do
     if [ ! -d "$node_dir/node_modules" ]; then
       npm ci --prefix "$node_dir" --no-audit --no-fund --loglevel=error
     fi

@@ -21,6 +21,7 @@ import typer
 
 from awf_mcp import __version__
 from awf_mcp.cli import main as launch
+from awf_mcp.cli.servers import servers_app
 from awf_mcp.errors import UserError
 from awf_mcp.ports import MAX_TOOL_NAME_LENGTH, client_tool_name
 
@@ -35,6 +36,7 @@ tools_app = typer.Typer(help="Inspect and run the tools an agent will get.", no_
 plugins_app = typer.Typer(help="List, install and uninstall plugins.", no_args_is_help=True)
 app.add_typer(tools_app, name="tools")
 app.add_typer(plugins_app, name="plugins")
+app.add_typer(servers_app, name="servers")
 
 RootOpt = Annotated[
     list[str] | None,

@@ -3,7 +3,8 @@
 ``cli`` calls these; they hold the order that matters:
 
 1. claim stdio (so a plugin printing at import time cannot touch the wire);
-2. :func:`start` — load plugins (:mod:`awf_mcp.core.plugins`), build the registry
+2. :func:`start` — load plugins (:mod:`awf_mcp.core.plugins`), start the upstream MCP
+   servers (:mod:`awf_mcp.core.upstream`, through :mod:`awf_mcp.wire.client`), build the registry
    (:mod:`awf_mcp.core.registry`; fatal on collision), wire the policy hook and the
    call observer into a :class:`~awf_mcp.core.calls.ToolInvoker`;
 3. :func:`settle` — move everything start-up allocated (the SDK's and the
@@ -32,6 +33,8 @@ from awf_mcp.core.plugins import LoadedPlugins, PluginRecord
 from awf_mcp.core.plugins import load as load_plugins
 from awf_mcp.core.policy import policies_from
 from awf_mcp.core.registry import Registry, build
+from awf_mcp.core.upstream import Connect, start_all
+from awf_mcp.core.upstream import instructions as upstream_instructions
 from awf_mcp.errors import describe_exception
 from awf_mcp.ports import ToolProvider
 
@@ -93,10 +96,13 @@ async def start(
     *,
     on_plugin_failure: Callable[[PluginRecord], None] = report_failed_plugin,
     observer: Callable[[CallRecord], None] | None = log_call,
+    connect: Connect | None = None,
 ) -> Runtime:
     """Load plugins and build the registry and invoker; raises :class:`~awf_mcp.errors.AwfError`."""
     plugins = load_plugins(settings, on_failure=on_plugin_failure)
     try:
+        if settings.servers:
+            plugins.records.extend(await start_servers(settings, connect))
         registry = build(plugins.records, settings)
     except BaseException:
         await close_providers(plugins.providers)
@@ -114,9 +120,21 @@ async def start(
         path_policy=policies.path,
     )
     instructions = server_instructions(settings, plugin_paragraphs(plugins.manager))
+    relayed = upstream_instructions(plugins.records)
+    if relayed:
+        instructions = f"{instructions}\n\n{relayed}"
     return Runtime(
         settings=settings, plugins=plugins, registry=registry, invoker=invoker, instructions=instructions
     )
+
+
+async def start_servers(settings: Settings, connect: Connect | None = None) -> list[PluginRecord]:
+    """Start the configured upstream servers through the SDK client adapter (or ``connect``)."""
+    if connect is None:
+        from awf_mcp.wire.client import connect as sdk_connect
+
+        connect = sdk_connect
+    return await start_all(settings.servers, connect, roots=settings.roots, strict=settings.strict)
 
 
 def settle() -> None:
@@ -200,6 +218,10 @@ async def serve_stdio(
     settings: Settings, version: str, observer: Callable[[CallRecord], None] | None = log_call
 ) -> None:
     """Run ``awf-mcp serve`` on stdio until EOF or a signal; see the module docstring."""
+    if settings.servers:  # before the SDK import below, so the upstreams start meanwhile
+        from awf_mcp.core.upstream import launch_early
+
+        launch_early(settings.servers, settings.roots)
     from awf_mcp.wire.framing import claim_stdio
     from awf_mcp.wire.server import McpServer
 

@@ -7,7 +7,8 @@ Two file formats carry the same keys:
   accepted exactly as the Go version accepted it;
 * TOML (``awf-mcp.toml`` in the working directory, or ``--config x.toml``), which
   adds ``roots``, ``only``, ``exclude``, ``rename``, ``call_timeout_seconds``, ``output_budget``,
-  ``strict`` and per-plugin settings under ``[plugins.<name>]``.
+  ``strict``, per-plugin settings under ``[plugins.<name>]`` and upstream MCP servers
+  under ``[servers.<name>]`` (``mcpServers`` in JSON; :mod:`awf_mcp.core.servers`).
 
 Validation failures raise :class:`~awf_mcp.errors.ConfigError` with one of the
 AWF codes (``USER.MCP_PROXY.UNKNOWN_KEY``, ``...EMPTY_PROXY``; the plugin- and
@@ -30,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from awf_mcp.budget import MAX_BUDGET, MIN_BUDGET
+from awf_mcp.core import servers
+from awf_mcp.core.servers import ServerSpec
 from awf_mcp.errors import ConfigError
 from awf_mcp.ports import plugin_setting_variable
 
@@ -49,6 +52,7 @@ _EXTENDED_KEYS = {
     "strict",
     "plugins",
 }
+_SERVER_KEYS = {"servers", "mcpServers"}
 _SELECTION_KEYS = {"plugin", "expose"}
 
 
@@ -74,6 +78,7 @@ class Settings:
     strict: bool = False
     call_timeout_seconds: float = DEFAULT_CALL_TIMEOUT_SECONDS
     output_budget: int | None = None
+    servers: tuple[ServerSpec, ...] = ()
 
     def settings_for(self, plugin: str) -> dict[str, Any]:
         """Plugin ``plugin``'s settings: its config table, overridden by its environment variables."""
@@ -153,9 +158,9 @@ def checked_budget(value: Any, where: str) -> int:
 def parse_file(path: Path) -> dict[str, Any]:
     """Read and validate a config file; returns :class:`Settings` fields it sets."""
     data = _read_file(path)
-    unknown = sorted(set(data) - _PROXY_KEYS - _EXTENDED_KEYS)
+    unknown = sorted(set(data) - _PROXY_KEYS - _EXTENDED_KEYS - _SERVER_KEYS)
     if unknown:
-        allowed = ", ".join(sorted(_PROXY_KEYS | _EXTENDED_KEYS))
+        allowed = ", ".join(sorted(_PROXY_KEYS | _EXTENDED_KEYS | _SERVER_KEYS))
         raise _fail(f"unknown key {unknown[0]!r} in {path}; allowed keys: {allowed}", "UNKNOWN_KEY")
     base = path.resolve().parent
     fields: dict[str, Any] = {}
@@ -195,12 +200,13 @@ def parse_file(path: Path) -> dict[str, Any]:
         fields["call_timeout_seconds"] = float(timeout)
     if "output_budget" in data:
         fields["output_budget"] = checked_budget(data["output_budget"], f"output_budget in {path}")
+    fields["servers"] = servers.parse(data, str(path))
     if "strict" in data:
         if not isinstance(data["strict"], bool):
             raise ConfigError(f"strict in {path} must be true or false")
         fields["strict"] = data["strict"]
 
-    if fields.get("builtins") is False and not fields.get("plugin_tools"):
+    if fields.get("builtins") is False and not fields.get("plugin_tools") and not fields["servers"]:
         raise _fail(
             f"{path} turns the built-ins off (intercept_builtins: false) and lists no plugin_tools: "
             "there would be nothing to serve",

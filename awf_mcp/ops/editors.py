@@ -74,7 +74,7 @@ def apply_edits(edits: Sequence[Edit]) -> WriteReport:
         by_path.setdefault(edit.path, []).append(edit)
     results: list[tuple[Path, str | None, str, str]] = []
     for path, group in by_path.items():
-        old = _read(path)
+        old = read(path)
         new = old
         for edit in group:
             new = edit.apply(new, path)
@@ -86,13 +86,13 @@ def apply_edits(edits: Sequence[Edit]) -> WriteReport:
             report.unchanged.append(path)
             continue
         if old is not None:
-            report.backups.append(_backup(path))
-        _atomic_write(path, new)
+            report.backups.append(backup(path))
+        atomic_write(path, new)
         report.changed.append(path)
     return report
 
 
-def _read(path: Path) -> str | None:
+def read(path: Path) -> str | None:
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -111,7 +111,7 @@ def _same(old: str, new: str, fmt: str) -> bool:
     return False
 
 
-def _backup(path: Path) -> Path:
+def backup(path: Path) -> Path:
     backup = path.with_name(path.name + ".bak")
     if backup.exists():
         backup = path.with_name(f"{path.name}.{time.strftime('%Y%m%d-%H%M%S')}.bak")
@@ -126,7 +126,7 @@ def _backup(path: Path) -> Path:
     return backup
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         mode = path.stat().st_mode & 0o7777 if path.exists() else None
@@ -168,7 +168,7 @@ def json_edit(*updates: JsonUpdate) -> TextEdit:
     def apply(old: str | None, path: Path) -> str:
         data: JsonObject = {}
         if old is not None and old.strip():
-            data = _parse_json(old, path)
+            data = parse_json(old, path)
         for update in updates:
             update(data, path)
         return dump_json(data) + "\n"
@@ -176,7 +176,7 @@ def json_edit(*updates: JsonUpdate) -> TextEdit:
     return apply
 
 
-def _parse_json(text: str, path: Path) -> JsonObject:
+def parse_json(text: str, path: Path) -> JsonObject:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -325,7 +325,7 @@ def _header_path(line: str) -> tuple[str, ...] | None:
         pos += 1
 
 
-def _parse_toml(text: str, path: Path) -> dict[str, Any]:
+def parse_toml(text: str, path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -364,7 +364,7 @@ def toml_replace_table(keys: Sequence[str], table: str) -> TextEdit:
 
     def apply(old: str | None, where: Path) -> str:
         text = old or ""
-        before = _parse_toml(text, where)
+        before = parse_toml(text, where)
         lines = text.splitlines(keepends=True)
         # Mark every line that belongs to an owned table (header up to the next header).
         owned = [False] * len(lines)
@@ -386,7 +386,7 @@ def toml_replace_table(keys: Sequence[str], table: str) -> TextEdit:
                 "(inline or dotted keys); not touching it: rewrite it as a table or remove it, and rerun"
             )
         new = _append(text, table) if first_owned is None else _replace(lines, owned, table)
-        after = _parse_toml(new, where)
+        after = parse_toml(new, where)
         if after != _with(before, keys, _lookup(tomllib.loads(table), keys)):
             raise UserError(
                 f"cannot edit {where} safely (its [{dotted}] table is split or nested "

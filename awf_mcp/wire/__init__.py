@@ -1,4 +1,5 @@
-"""The protocol edge: the SDK server adapter and the stdio framing under it.
+"""The protocol edge: the SDK server and client adapters, and the stdio framing under them.
 
-The only package that imports the MCP SDK (``mcp``, ``mcp_types``).
+Only its two adapters, :mod:`~awf_mcp.wire.server` and :mod:`~awf_mcp.wire.client`, import
+the MCP SDK (``mcp``, ``mcp_types``).
 """

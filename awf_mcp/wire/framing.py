@@ -32,7 +32,7 @@ import os
 import queue
 import sys
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -94,9 +94,12 @@ def claim_stdio() -> Iterator[StdioWire]:
 class FrameReader:
     """Async iterator of :class:`Frame` / :class:`Oversized` items from a file descriptor."""
 
-    def __init__(self, fd: int, max_bytes: int = MAX_MESSAGE_BYTES) -> None:
+    def __init__(
+        self, fd: int, max_bytes: int = MAX_MESSAGE_BYTES, *, on_overflow: Callable[[], None] | None = None
+    ) -> None:
         self._fd = fd
         self._max = max_bytes
+        self._on_overflow = on_overflow  # called as soon as a line passes max_bytes, before its end
         self._send, self._receive = anyio.create_memory_object_stream[bytes](
             max_buffer_size=_READ_AHEAD_CHUNKS
         )
@@ -142,6 +145,8 @@ class FrameReader:
                     elif len(buffer) + len(piece) > self._max:
                         discarding = len(buffer) + len(piece)
                         buffer = bytearray()
+                        if self._on_overflow is not None:
+                            self._on_overflow()
                     else:
                         buffer += piece
                     if newline < 0:

@@ -29,8 +29,8 @@ Mapping
 -------
 * :class:`~awf_mcp.ports.ToolDefinition` -> ``Tool`` (an empty schema becomes
   ``{"type": "object"}``; annotations become ``*Hint`` fields).
-* :class:`~awf_mcp.ports.ToolResult` -> ``CallToolResult`` (text and image
-  items, ``isError``, ``structuredContent``).
+* :class:`~awf_mcp.ports.ToolResult` -> ``CallToolResult`` (text, image, audio,
+  embedded resource and resource link items, ``isError``, ``structuredContent``).
 * :class:`~awf_mcp.errors.UnknownToolError` -> JSON-RPC error ``-32602`` with
   the message; every other failure of a call was already turned into an
   ``isError`` result by :class:`~awf_mcp.core.calls.ToolInvoker`, and anything that
@@ -79,6 +79,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
+from pydantic import TypeAdapter
 
 from awf_mcp.core.calls import ToolInvoker
 from awf_mcp.errors import UnknownToolError, describe_exception
@@ -177,11 +178,40 @@ def tool_to_mcp(definition: ToolDefinition) -> types.Tool:
     )
 
 
-def content_to_mcp(item: ToolContent) -> types.TextContent | types.ImageContent:
-    """The MCP content block for a domain content item."""
-    if item.type == "image":
+def content_to_wire(item: ToolContent) -> dict[str, Any]:
+    """The MCP wire form (a JSON object) of a domain content item; ``extra`` fields kept."""
+    wire: dict[str, Any] = dict(item.extra or {})
+    wire["type"] = item.type
+    if item.type == "text":
+        wire["text"] = item.text
+    elif item.type in ("image", "audio"):
+        wire.update(data=item.data, mimeType=item.mime_type)
+    elif item.type == "resource":
+        resource: dict[str, Any] = {"uri": item.uri}
+        if item.mime_type:
+            resource["mimeType"] = item.mime_type
+        if item.data:
+            resource["blob"] = item.data
+        else:
+            resource["text"] = item.text
+        wire["resource"] = {**wire.get("resource", {}), **resource}
+    else:
+        wire.update(uri=item.uri, name=item.name)
+        if item.mime_type:
+            wire["mimeType"] = item.mime_type
+    return wire
+
+
+_CONTENT_BLOCK: TypeAdapter[types.ContentBlock] = TypeAdapter(types.ContentBlock)
+
+
+def content_to_mcp(item: ToolContent) -> types.ContentBlock:
+    """The MCP content block for a domain content item, every string made encodable."""
+    if item.type == "text" and not item.extra:
+        return types.TextContent(text=visible_text(item.text))
+    if item.type == "image" and not item.extra:
         return types.ImageContent(data=visible_text(item.data), mime_type=visible_text(item.mime_type))
-    return types.TextContent(text=visible_text(item.text))
+    return _CONTENT_BLOCK.validate_python(wire_value(content_to_wire(item)), by_name=False)
 
 
 def result_to_mcp(result: ToolResult, tool_name: str = "the tool") -> types.CallToolResult:

@@ -1,0 +1,236 @@
+"""Upstream MCP servers in the configuration: ``[servers.NAME]`` (TOML) and ``mcpServers`` (JSON).
+
+Contract
+--------
+:func:`parse` turns the ``servers`` table of ``awf-mcp.toml``, or the ``mcpServers``
+object of the AWF proxy JSON (the shape Claude Code and Gemini CLI write, so an agent's
+configuration can be pasted in), into :class:`ServerSpec` objects sorted by name.
+
+* A server has either ``command`` (stdio; ``args``, ``env``, ``cwd``) or ``url``
+  (Streamable HTTP; ``headers``). Gemini's ``httpUrl`` is read as ``url``; the agents'
+  ``type``/``transport`` markers (``stdio``, ``http``, ``streamable-http``) are
+  accepted, ``sse`` is refused with a sentence saying so.
+* ``timeout_seconds`` (per call; default the server-wide call timeout),
+  ``startup_timeout_seconds`` (default :data:`DEFAULT_STARTUP_TIMEOUT_SECONDS`) and
+  ``enabled`` (default true) are awf-mcp's own keys.
+* ``${VAR}`` (and ``${VAR:-default}``) in ``command``, ``args``, ``env`` values, ``url``
+  and ``headers`` values is replaced from awf-mcp's environment. A variable that is not
+  set does not stop start-up: that server alone fails, with a reason naming the
+  variable (:attr:`ServerSpec.problem`).
+* Secrets: every expanded value, every ``env`` value and every header value is a
+  secret (:attr:`ServerSpec.secrets`). :meth:`ServerSpec.redact` removes them from any
+  text; :meth:`ServerSpec.public` is the description shown by ``awf-mcp servers list``
+  (``env`` and ``headers`` by key only, ``args`` as written, before expansion).
+* Names follow the tool-name rules without ``_`` (it separates the server from the
+  tool: ``<server>_<tool>``); a bad name or key is a :class:`ConfigError` naming it.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from awf_mcp.errors import ConfigError
+
+DEFAULT_STARTUP_TIMEOUT_SECONDS = 15.0
+SERVER_NAME_PATTERN = re.compile(r"^[A-Za-z0-9-]{1,32}$")
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_KEYS = {
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "url",
+    "headers",
+    "timeout_seconds",
+    "startup_timeout_seconds",
+    "enabled",
+}
+# Keys the agents write that awf-mcp reads under another name, or reads and ignores.
+_AGENT_KEYS = {"type", "transport", "httpUrl", "timeout", "trust", "description", "disabled"}
+_HTTP_TYPES = {"http", "streamable-http", "streamableHttp", "streamable_http"}
+REDACTED = "***"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSpec:
+    """One upstream MCP server as configured, variables expanded; see the module docstring."""
+
+    name: str
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str = ""
+    url: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    timeout_seconds: float | None = None
+    startup_timeout_seconds: float = DEFAULT_STARTUP_TIMEOUT_SECONDS
+    enabled: bool = True
+    written_args: tuple[str, ...] = ()
+    written_url: str = ""
+    secrets: frozenset[str] = frozenset()
+    problem: str = ""
+
+    @property
+    def transport(self) -> str:
+        """``stdio`` or ``http``."""
+        return "http" if self.url else "stdio"
+
+    @property
+    def source(self) -> str:
+        """The ``source`` label of this server's tools: ``server:<name>``."""
+        return f"server:{self.name}"
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret value replaced by ``***``."""
+        for secret in sorted(self.secrets, key=len, reverse=True):
+            text = text.replace(secret, REDACTED)
+        return text
+
+    def public(self) -> dict[str, Any]:
+        """What may be shown of this server: no expanded value, no env or header value."""
+        shown: dict[str, Any] = {"name": self.name, "transport": self.transport, "enabled": self.enabled}
+        if self.url:
+            shown["url"] = self.written_url
+            shown["headers"] = sorted(self.headers)
+        else:
+            shown["command"] = self.redact(self.command)
+            shown["args"] = list(self.written_args)
+            shown["env"] = sorted(self.env)
+            if self.cwd:
+                shown["cwd"] = self.cwd
+        return shown
+
+
+def _expand(text: str, secrets: set[str], missing: list[str], environ: Mapping[str, str]) -> str:
+    def substitute(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        value = environ.get(name)
+        if value is None:
+            if default is None:
+                missing.append(name)
+                return ""
+            value = default
+        if value:
+            secrets.add(value)
+        return value
+
+    return _VARIABLE.sub(substitute, text)
+
+
+def _strings(value: Any, what: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{what} must be a list of strings")
+    return tuple(value)
+
+
+def _string_table(value: Any, what: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ConfigError(f"{what} must map names to strings")
+    return dict(value)
+
+
+def _seconds(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"{what} must be a positive number of seconds")
+    return float(value)
+
+
+def parse_one(name: str, table: Any, where: str, environ: Mapping[str, str] | None = None) -> ServerSpec:
+    """One server's table (``where`` names it in errors, e.g. ``[servers.git] in awf-mcp.toml``)."""
+    environ = os.environ if environ is None else environ
+    if not isinstance(name, str) or not SERVER_NAME_PATTERN.match(name):
+        raise ConfigError(
+            f"server name {name!r} in {where} is invalid: use 1-32 letters, digits or '-' "
+            "(no '_': it separates the server from its tools' names)"
+        )
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table of settings (command or url, ...)")
+    unknown = sorted(set(table) - _KEYS - _AGENT_KEYS)
+    if unknown:
+        allowed = ", ".join(sorted(_KEYS))
+        raise ConfigError(f"unknown key {unknown[0]!r} in {where}; allowed keys: {allowed}")
+    kind = table.get("type", table.get("transport"))
+    if kind == "sse":
+        raise ConfigError(
+            f"{where} uses the SSE transport, which awf-mcp does not relay; "
+            "use the server's Streamable HTTP endpoint (url) or its stdio command"
+        )
+    url = table.get("url", table.get("httpUrl", ""))
+    command = table.get("command", "")
+    if not isinstance(url, str) or not isinstance(command, str):
+        raise ConfigError(f"command and url in {where} must be strings")
+    if bool(url) == bool(command):
+        raise ConfigError(f"{where} needs exactly one of command (a stdio server) or url (an HTTP server)")
+    if kind is not None and kind != "stdio" and kind not in _HTTP_TYPES:
+        raise ConfigError(f"{where} has type {kind!r}; use stdio or http")
+
+    secrets: set[str] = set()
+    missing: list[str] = []
+
+    def expand(text: str) -> str:
+        return _expand(text, secrets, missing, environ)
+
+    written_args = _strings(table.get("args", []), f"args in {where}")
+    env = {k: expand(v) for k, v in _string_table(table.get("env", {}), f"env in {where}").items()}
+    headers = {
+        k: expand(v) for k, v in _string_table(table.get("headers", {}), f"headers in {where}").items()
+    }
+    secrets.update(v for v in (*env.values(), *headers.values()) if v)
+    cwd = table.get("cwd", "")
+    if not isinstance(cwd, str):
+        raise ConfigError(f"cwd in {where} must be a string")
+    enabled = table.get("enabled", not table.get("disabled", False))
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"enabled in {where} must be true or false")
+    timeout = table.get("timeout_seconds")
+    if timeout is None and "timeout" in table:  # Gemini CLI writes milliseconds
+        timeout = _seconds(table["timeout"], f"timeout in {where}") / 1000
+    spec = ServerSpec(
+        name=name,
+        command=expand(command),
+        args=tuple(expand(arg) for arg in written_args),
+        env=env,
+        cwd=expand(cwd),
+        url=expand(url),
+        headers=headers,
+        timeout_seconds=None if timeout is None else _seconds(timeout, f"timeout_seconds in {where}"),
+        startup_timeout_seconds=_seconds(
+            table.get("startup_timeout_seconds", DEFAULT_STARTUP_TIMEOUT_SECONDS),
+            f"startup_timeout_seconds in {where}",
+        ),
+        enabled=enabled,
+        written_args=written_args,
+        written_url=url,
+        secrets=frozenset(s for s in secrets if len(s) >= 3),
+    )
+    if missing:
+        names = ", ".join(f"${{{v}}}" for v in dict.fromkeys(missing))
+        return replace(spec, problem=f"{names} is not set in awf-mcp's environment")
+    return spec
+
+
+def parse(
+    data: Mapping[str, Any], path: str, environ: Mapping[str, str] | None = None
+) -> tuple[ServerSpec, ...]:
+    """The servers of a parsed config file: its ``servers`` and ``mcpServers`` tables."""
+    specs: dict[str, ServerSpec] = {}
+    for key in ("servers", "mcpServers"):
+        if key not in data:
+            continue
+        table = data[key]
+        if not isinstance(table, dict):
+            raise ConfigError(f"{key} in {path} must be a table of servers, one per name")
+        for name, settings in table.items():
+            if name in specs:
+                raise ConfigError(f"server {name!r} is defined twice in {path} (servers and mcpServers)")
+            where = f"[servers.{name}] in {path}" if key == "servers" else f"mcpServers.{name} in {path}"
+            specs[name] = parse_one(name, settings, where, environ)
+    return tuple(specs[name] for name in sorted(specs))

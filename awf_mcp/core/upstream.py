@@ -1,0 +1,405 @@
+"""Upstream MCP servers as tool providers: one :class:`UpstreamProvider` per configured server.
+
+Contract
+--------
+* The core does not speak MCP: it is given a :data:`Connect` function (the CLI runtime
+  passes :func:`awf_mcp.wire.client.connect`) that opens a
+  :class:`~awf_mcp.core.servers.ServerSpec` and yields an :class:`UpstreamSession`.
+* :func:`start_all` starts every enabled server at once and returns when each has
+  listed its tools or hit its ``startup_timeout_seconds``. It returns one
+  :class:`~awf_mcp.core.plugins.PluginRecord` per server (name = server name, source
+  ``server:<name>``), so the registry merges server tools under the plugin rules
+  (prefix, collisions, ``[rename]``, ``--only``, ``--exclude``). A server that fails
+  is reported (``on_failure``) with its name and reason and served without; with
+  ``strict`` the failure raises :class:`~awf_mcp.errors.PluginError`.
+* Tools are named ``<server>_<tool>``; description, schemas and annotations are the
+  server's own. A tool whose prefixed name breaks the name rules is left out, with a
+  warning naming it.
+* A call is forwarded with its progress (to :func:`~awf_mcp.ports.current_call`'s
+  reporter) and its cancellation (the client session sends ``notifications/cancelled``).
+  A per-server ``timeout_seconds`` bounds it below the server-wide call timeout.
+* When the connection dies, its in-flight calls end in an ``isError`` result that says
+  so; the next call restarts it. Restarts after consecutive deaths wait
+  :func:`backoff_seconds`; a call inside that wait gets an ``isError`` saying when the
+  next attempt is.
+* :func:`instructions` gathers the upstreams' own ``instructions`` for awf-mcp's.
+* ``close()`` ends the connection (the adapter stops the process group) and is bounded
+  by the runtime's close timeout.
+
+The connection is owned by one task per server (the SDK's session must be entered and
+left in the same task); it is an asyncio task because start-up runs before the serve
+loop's task group exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
+from typing import Any, Protocol
+
+import anyio
+
+from awf_mcp.core.plugins import PluginRecord, ProviderTools
+from awf_mcp.core.registry import name_problem
+from awf_mcp.core.servers import ServerSpec
+from awf_mcp.errors import PluginError
+from awf_mcp.ops import upstreamprocess
+from awf_mcp.ops.childenv import child_environment
+from awf_mcp.ops.upstreamprocess import launch_key
+from awf_mcp.ports import ToolDefinition, ToolError, ToolResult, current_call
+
+log = logging.getLogger("awf_mcp.upstream")
+
+ProgressCallback = Callable[[float, "float | None", "str | None"], None]
+
+MAX_BACKOFF_SECONDS = 30.0
+SHUT_SECONDS = 0.45
+"""How long closing waits for a connection to end (stdin EOF, SIGTERM, SIGKILL of its group take
+0.3 s at most) before it stops waiting: under the runtime's 0.5 s bound per provider."""
+
+
+class UpstreamFailure(ToolError):
+    """A sentence saying what went wrong with an upstream server (already redacted)."""
+
+
+class UpstreamGone(UpstreamFailure):
+    """The connection ended; the message says how (exit code, signal, fault)."""
+
+
+class UpstreamSession(Protocol):
+    """What :data:`Connect` yields: a live connection speaking domain types."""
+
+    closed: anyio.Event
+    instructions: str | None
+
+    def reason(self) -> str:
+        """Why the connection ended, or what went wrong on it."""
+        ...
+
+    async def handshake(self) -> None:
+        """The MCP ``initialize`` exchange; raises :class:`UpstreamFailure`."""
+        ...
+
+    async def list_tools(self) -> list[ToolDefinition]:
+        """The server's tools, under its own names."""
+        ...
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any], progress: ProgressCallback | None
+    ) -> ToolResult:
+        """Forward one call; raises :class:`UpstreamGone` when the connection dies."""
+        ...
+
+
+Connect = Callable[[ServerSpec, str], AbstractAsyncContextManager[UpstreamSession]]
+"""Opens a server (the ``str`` is the working directory for a stdio server)."""
+
+
+def backoff_seconds(deaths: int) -> float:
+    """How long after the ``deaths``-th consecutive death the next restart may start."""
+    if deaths <= 1:
+        return 0.0
+    return float(min(0.5 * 2 ** (deaths - 2), MAX_BACKOFF_SECONDS))
+
+
+def working_directory(spec: ServerSpec, roots: Sequence[str]) -> str:
+    """``cwd`` of a stdio server: relative to the first root; the first root when unset."""
+    base = roots[0] if roots else os.getcwd()
+    return os.path.normpath(os.path.join(base, os.path.expanduser(spec.cwd))) if spec.cwd else base
+
+
+class UpstreamProvider:
+    """One upstream server as a :class:`~awf_mcp.ports.ToolProvider`; see the module docstring."""
+
+    def __init__(self, spec: ServerSpec, connect: Connect, *, roots: Sequence[str] = ()) -> None:
+        self.spec = spec
+        self._connect = connect
+        self._cwd = working_directory(spec, roots)
+        self._prefix = f"{spec.name}_"
+        self._session: UpstreamSession | None = None
+        self._runner: asyncio.Task[None] | None = None
+        self._stop = anyio.Event()
+        self._lock = anyio.Lock()
+        self._tools: list[ToolDefinition] = []
+        self.deaths = 0
+        self.down_since = 0.0
+        self.last_reason = ""
+        self.instructions: str | None = None
+
+    @property
+    def running(self) -> bool:
+        """True while the connection is up."""
+        return self._session is not None and not self._session.closed.is_set()
+
+    def list_tools(self) -> list[ToolDefinition]:
+        """The tools listed at start-up, prefixed ``<server>_``."""
+        return list(self._tools)
+
+    async def start(self) -> list[ToolDefinition]:
+        """Connect and list the tools, within ``startup_timeout_seconds``; raises :class:`UpstreamFailure`."""
+        timeout = self.spec.startup_timeout_seconds
+        try:
+            with anyio.fail_after(timeout):
+                session = await self._open()
+                listed = await session.list_tools()
+        except TimeoutError:
+            reason = self._session.reason() if self._session is not None else ""
+            await self._shut()
+            detail = f" ({reason})" if reason and "closed the connection" not in reason else ""
+            raise UpstreamFailure(f"it did not list its tools within {timeout:g} s{detail}") from None
+        except BaseException:
+            await self._shut()
+            raise
+        self._tools = self._prefixed(listed)
+        return self.list_tools()
+
+    def _prefixed(self, listed: Sequence[ToolDefinition]) -> list[ToolDefinition]:
+        tools = []
+        for tool in listed:
+            name = f"{self._prefix}{tool.name}"
+            problem = name_problem(name)
+            if problem:
+                log.warning("server '%s': tool '%s' left out: %s", self.spec.name, tool.name, problem)
+                continue
+            tools.append(replace(tool, name=name, source=self.spec.source))
+        return tools
+
+    async def _open(self) -> UpstreamSession:
+        """Start the task that owns a new connection; wait until it is up or has failed."""
+        ready = anyio.Event()
+        failure: list[BaseException] = []
+        opened: list[UpstreamSession] = []
+        self._stop = anyio.Event()
+        stop = self._stop
+
+        async def own() -> None:
+            try:
+                async with self._connect(self.spec, self._cwd) as session:
+                    opened.append(session)
+                    self._session = session
+                    ready.set()
+                    async with anyio.create_task_group() as group:
+
+                        async def on_death() -> None:
+                            await session.closed.wait()
+                            group.cancel_scope.cancel()
+
+                        group.start_soon(on_death)
+                        await stop.wait()
+                        group.cancel_scope.cancel()
+            except Exception as exc:
+                failure.append(exc)
+            except BaseException:
+                stop.set()  # cancelled with the event loop: a shutdown, not a death
+                raise
+            finally:
+                if opened and opened[0].closed.is_set() and not stop.is_set():
+                    self._mark_down(opened[0].reason())
+                ready.set()
+
+        self._runner = asyncio.get_running_loop().create_task(
+            own(), name=f"awf-mcp upstream {self.spec.name}"
+        )
+        await ready.wait()
+        session = self._session
+        if session is None:
+            if failure:
+                raise _as_failure(failure[0], self.spec)
+            raise UpstreamFailure("it could not be started")
+        try:
+            await session.handshake()
+        except UpstreamFailure:
+            raise
+        except Exception as exc:
+            raise _as_failure(exc, self.spec) from None
+        self.instructions = session.instructions
+        return session
+
+    def _mark_down(self, reason: str) -> None:
+        if self.down_since:
+            return
+        self.deaths += 1
+        self.down_since = time.monotonic()
+        self.last_reason = reason
+        log.warning("server '%s' stopped: %s", self.spec.name, reason)
+
+    async def _shut(self) -> None:
+        """End the connection task (the adapter stops the process) and wait for it."""
+        self._stop.set()
+        runner, self._runner = self._runner, None
+        if runner is not None and not runner.done():
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait({runner}, timeout=SHUT_SECONDS)
+            if not runner.done():
+                runner.cancel()
+        self._session = None
+
+    async def _ensure(self) -> UpstreamSession:
+        session = self._session
+        if session is not None and not session.closed.is_set():
+            return session
+        async with self._lock:
+            session = self._session
+            if session is not None and not session.closed.is_set():
+                return session
+            name = self.spec.name
+            wait = self.down_since + backoff_seconds(self.deaths) - time.monotonic()
+            if self.down_since and wait > 0:
+                raise UpstreamFailure(
+                    f"server '{name}' is down ({self.last_reason}); the next restart is in {wait:.1f} s"
+                )
+            await self._shut()
+            try:
+                with anyio.fail_after(self.spec.startup_timeout_seconds):
+                    session = await self._open()
+            except TimeoutError:
+                await self._shut()
+                self._restart_failed(f"it did not answer within {self.spec.startup_timeout_seconds:g} s")
+            except UpstreamFailure as exc:
+                await self._shut()
+                self._restart_failed(str(exc))
+            assert session is not None
+            self.down_since = 0.0
+            log.warning("server '%s' restarted", name)
+            return session
+
+    def _restart_failed(self, reason: str) -> None:
+        self.down_since = 0.0
+        self._mark_down(reason)
+        raise UpstreamFailure(f"server '{self.spec.name}' could not be restarted: {reason}")
+
+    async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+        """Forward a call to the server; see the module docstring."""
+        tool = name.removeprefix(self._prefix)
+        session = await self._ensure()
+        context = current_call()
+        try:
+            with anyio.fail_after(self.spec.timeout_seconds) if self.spec.timeout_seconds else _no_limit():
+                result = await session.call_tool(tool, arguments, context.report_progress)
+        except UpstreamGone as exc:
+            self._mark_down(str(exc))
+            return ToolResult.error(
+                f"server '{self.spec.name}' stopped during the call of {tool}: {exc}; "
+                "the next call restarts it"
+            )
+        except TimeoutError:
+            return ToolResult.error(
+                f"server '{self.spec.name}' did not answer {tool} within {self.spec.timeout_seconds:g} s "
+                "(timeout_seconds); the call was cancelled"
+            )
+        self.deaths = 0
+        return result
+
+    async def close(self) -> None:
+        """Stop the server."""
+        await self._shut()
+
+
+def _as_failure(exc: BaseException, spec: ServerSpec) -> UpstreamFailure:
+    """The :class:`UpstreamFailure` inside ``exc`` (task groups wrap it), or one describing ``exc``."""
+    while isinstance(exc, BaseExceptionGroup):
+        found = next((e for e in exc.exceptions if isinstance(e, UpstreamFailure)), None)
+        exc = found if found is not None else exc.exceptions[0]
+    if isinstance(exc, UpstreamFailure):
+        return exc
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return UpstreamFailure(spec.redact(f"{type(exc).__name__}: {text}" if text else type(exc).__name__))
+
+
+@contextlib.contextmanager
+def _no_limit() -> Any:
+    yield
+
+
+def launch_early(specs: Sequence[ServerSpec], roots: Sequence[str] = ()) -> None:
+    """Spawn every enabled stdio server now, so its start overlaps awf-mcp's own.
+
+    The connection made later by :func:`start_all` adopts the process (see
+    :mod:`awf_mcp.ops.upstreamprocess`); nothing is reported here.
+    """
+    launches = {}
+    for spec in specs:
+        if spec.enabled and not spec.problem and spec.transport == "stdio":
+            env = child_environment()
+            env.update(spec.env)
+            launches[spec.name] = launch_key(spec.command, spec.args, env, working_directory(spec, roots))
+    upstreamprocess.launch_early(launches)
+
+
+def instructions(records: Sequence[PluginRecord]) -> str | None:
+    """The served upstreams' own ``instructions``, each under its server's name, for awf-mcp's."""
+    parts = []
+    for record in records:
+        for entry in record.providers if record.ok else ():
+            provider = entry.provider
+            if isinstance(provider, UpstreamProvider) and provider.instructions:
+                text = provider.instructions.strip()
+                parts.append(f"## Server '{record.name}' (tools {record.name}_*)\n\n{text}")
+    if not parts:
+        return None
+    return "Instructions of the upstream MCP servers whose tools this server relays:\n\n" + "\n\n".join(parts)
+
+
+def report_failed_server(record: PluginRecord) -> None:
+    """The one stderr line for a server that did not start."""
+    log.warning("server '%s' not served: %s", record.name, record.status.removeprefix("failed: "))
+
+
+async def start_all(
+    specs: Sequence[ServerSpec],
+    connect: Connect,
+    *,
+    roots: Sequence[str] = (),
+    strict: bool = False,
+    on_failure: Callable[[PluginRecord], None] | None = report_failed_server,
+) -> list[PluginRecord]:
+    """Start every enabled server concurrently; one record per server (see the module docstring)."""
+    records: list[PluginRecord] = []
+
+    async def start_one(record: PluginRecord, provider: UpstreamProvider) -> None:
+        try:
+            tools = await provider.start()
+        except UpstreamFailure as exc:
+            record.fail(str(exc))
+            return
+        record.providers.append(ProviderTools(provider=provider, tools=tools))
+
+    async with anyio.create_task_group() as group:
+        for spec in specs:
+            record = PluginRecord(name=spec.name, source=spec.source, distribution=f"{spec.transport} server")
+            records.append(record)
+            if not spec.enabled:
+                record.status = "disabled"
+            elif spec.problem:
+                record.fail(spec.problem)
+            else:
+                group.start_soon(start_one, record, UpstreamProvider(spec, connect, roots=roots))
+    failed = [record for record in records if not record.ok and record.status != "disabled"]
+    if failed and strict:
+        for record in records:
+            for entry in record.providers:
+                await entry.provider.close()  # type: ignore[misc]
+        first = failed[0]
+        raise PluginError(f"server '{first.name}' failed to start: {first.status.removeprefix('failed: ')}")
+    if on_failure is not None:
+        for record in failed:
+            on_failure(record)
+    return records
+
+
+@contextlib.asynccontextmanager
+async def serving(*args: Any, **kwargs: Any) -> AsyncIterator[list[PluginRecord]]:
+    """:func:`start_all`, closing every started provider on exit (for one-shot commands)."""
+    records = await start_all(*args, **kwargs)
+    try:
+        yield records
+    finally:
+        for record in records:
+            for entry in record.providers:
+                await entry.provider.close()  # type: ignore[misc]

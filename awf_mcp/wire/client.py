@@ -1,0 +1,422 @@
+"""The SDK client adapter: one connection to an upstream MCP server, in domain types.
+
+Purpose
+-------
+With :mod:`awf_mcp.wire.server` the only module that imports the SDK (``mcp``,
+``mcp_types``). :func:`connect` is the ``Connect`` function
+:mod:`awf_mcp.core.upstream` is given by the CLI runtime: it opens a
+:class:`~awf_mcp.core.servers.ServerSpec`, runs the MCP handshake, and yields an
+:class:`UpstreamConnection` that lists tools and forwards calls, returning
+:class:`~awf_mcp.ports.ToolDefinition` and :class:`~awf_mcp.ports.ToolResult`.
+
+stdio
+-----
+* The server starts with the user's environment (:func:`awf_mcp.ops.childenv.child_environment`)
+  plus its ``env``, through :mod:`awf_mcp.ops.upstreamprocess`: its own process group, and
+  ``PR_SET_PDEATHSIG`` so a ``kill -9`` of awf-mcp kills it. A process that
+  :func:`~awf_mcp.ops.upstreamprocess.launch_early` started for the same launch is used.
+* Its stdout is read through :class:`~awf_mcp.wire.framing.FrameReader`: a line over
+  10 MiB ends the connection (the server is restarted on the next call) and is never
+  buffered whole; a line that is not JSON-RPC is logged and skipped.
+* Its stderr goes to awf-mcp's log at INFO, each line prefixed ``[<server>]`` and cut at
+  :data:`STDERR_LINE_CHARS`; the last lines are kept for the reason of a failed start.
+* Closing: stdin is closed, then after :data:`STDIN_GRACE_SECONDS` the process group gets
+  SIGTERM, then SIGKILL :data:`TERM_GRACE_SECONDS` later — within the server's one-second
+  exit bound.
+
+HTTP
+----
+The SDK's Streamable HTTP client with the spec's ``headers`` on every request.
+
+Secrets
+-------
+Every message this module logs or raises passes through :meth:`ServerSpec.redact`.
+
+Upstream requests
+-----------------
+The connection advertises no client capability (no sampling, elicitation or roots), so
+a well-behaved upstream asks for none; one that asks anyway gets the SDK's refusal
+(``-32600 ... not supported``). Log notifications go to the log at DEBUG.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+from asyncio.streams import FlowControlMixin
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.client.session import ClientSession
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+
+from awf_mcp import __version__
+from awf_mcp.core.servers import ServerSpec
+from awf_mcp.core.upstream import ProgressCallback, UpstreamFailure, UpstreamGone
+from awf_mcp.ops.childenv import child_environment
+from awf_mcp.ops.upstreamprocess import claim, launch_key, spawn
+from awf_mcp.ports import ToolAnnotations, ToolContent, ToolDefinition, ToolResult
+from awf_mcp.wire.framing import MAX_MESSAGE_BYTES, Frame, FrameReader
+
+log = logging.getLogger("awf_mcp.upstream")
+
+STDIN_GRACE_SECONDS = 0.2
+TERM_GRACE_SECONDS = 0.1
+STDERR_LINE_CHARS = 2000
+STDERR_TAIL_LINES = 5
+
+
+class Transcript:
+    """What went wrong on a connection, for the sentence a caller reads."""
+
+    def __init__(self, spec: ServerSpec) -> None:
+        self.spec = spec
+        self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
+        self.fault = ""
+        self.exit = ""
+
+    def reason(self) -> str:
+        """One redacted sentence: the fault or the exit, and the last stderr lines."""
+        parts = [self.fault or self.exit or "it closed the connection"]
+        if self.stderr_tail:
+            parts.append("its last stderr line: " + self.stderr_tail[-1])
+        return self.spec.redact("; ".join(parts))
+
+
+class UpstreamConnection:
+    """A live MCP client session with one upstream server, speaking domain types."""
+
+    def __init__(
+        self, spec: ServerSpec, session: ClientSession, transcript: Transcript, closed: anyio.Event
+    ) -> None:
+        self.spec = spec
+        self.session = session
+        self.transcript = transcript
+        self.closed = closed
+        self.instructions: str | None = None
+
+    def reason(self) -> str:
+        """Why the connection ended (or what went wrong on it), redacted."""
+        return self.transcript.reason()
+
+    async def handshake(self) -> None:
+        """``initialize``; raises :class:`UpstreamFailure` saying why it failed."""
+        try:
+            result = await self.session.initialize()
+        except MCPError as exc:
+            await anyio.sleep(0.01)  # a transport error is delivered by a task of its own: let it land
+            known = self.closed.is_set() or self.transcript.fault
+            reason = self.reason() if known else self.spec.redact(exc.error.message)
+            raise UpstreamFailure(f"the handshake failed: {reason}") from None
+        except Exception as exc:
+            raise UpstreamFailure(self.spec.redact(f"the handshake failed: {exc}")) from None
+        self.instructions = result.instructions
+
+    async def list_tools(self) -> list[ToolDefinition]:
+        """Every tool the server lists (all pages), under the server's own names."""
+        tools: list[ToolDefinition] = []
+        cursor: str | None = None
+        while True:
+            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            try:
+                page = await self.session.list_tools(params=params)
+            except MCPError as exc:
+                raise self._failure(exc) from None
+            tools.extend(tool_from_mcp(tool, self.spec.source) for tool in page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any], progress: ProgressCallback | None
+    ) -> ToolResult:
+        """Call tool ``name`` (the server's own name); JSON-RPC errors become ``isError`` results."""
+
+        reporter = progress
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            if reporter is not None:
+                reporter(progress, total, message)
+
+        try:
+            result = await self.session.call_tool(
+                name, dict(arguments), progress_callback=on_progress if progress else None
+            )
+        except MCPError as exc:
+            failure = self._failure(exc)
+            if isinstance(failure, UpstreamGone):
+                raise failure from None
+            return ToolResult.error(str(failure))
+        if not isinstance(result, types.CallToolResult):
+            return ToolResult.error(
+                f"server '{self.spec.name}' answered {name} with a {type(result).__name__}, "
+                "which awf-mcp does not relay"
+            )
+        return result_from_mcp(result)
+
+    def _failure(self, exc: MCPError) -> UpstreamFailure:
+        if exc.error.code == types.CONNECTION_CLOSED or self.closed.is_set():
+            return UpstreamGone(self.reason())
+        return UpstreamFailure(self.spec.redact(f"server '{self.spec.name}' answered: {exc.error.message}"))
+
+
+def tool_from_mcp(tool: types.Tool, source: str) -> ToolDefinition:
+    """The domain definition of an upstream tool, name unchanged (the provider prefixes it)."""
+    annotations = None
+    hints = tool.annotations
+    if hints is not None or tool.title:
+        annotations = ToolAnnotations(
+            title=(hints.title if hints is not None and hints.title else None) or tool.title,
+            read_only=hints.read_only_hint if hints is not None else None,
+            destructive=hints.destructive_hint if hints is not None else None,
+            idempotent=hints.idempotent_hint if hints is not None else None,
+            open_world=hints.open_world_hint if hints is not None else None,
+        )
+    return ToolDefinition(
+        name=tool.name,
+        description=tool.description or "",
+        input_schema=dict(tool.input_schema),
+        source=source,
+        annotations=annotations,
+        output_schema=dict(tool.output_schema) if tool.output_schema else None,
+    )
+
+
+_KNOWN_CONTENT_FIELDS = {"type", "text", "data", "mimeType", "uri", "name"}
+
+
+def content_from_mcp(block: Any) -> ToolContent:
+    """The domain item for an MCP content block; fields without a domain slot go to ``extra``."""
+    if type(block) is types.TextContent and block.annotations is None and block.meta is None:
+        return ToolContent(type="text", text=block.text)  # the common case, without a dump
+    wire: dict[str, Any] = block.model_dump(by_alias=True, mode="json", exclude_none=True)
+    kind = wire["type"]
+    extra = {key: value for key, value in wire.items() if key not in _KNOWN_CONTENT_FIELDS}
+    if kind == "resource":
+        resource = dict(extra.pop("resource"))
+        item = ToolContent(
+            type="resource",
+            uri=resource.pop("uri"),
+            mime_type=resource.pop("mimeType", ""),
+            text=resource.pop("text", ""),
+            data=resource.pop("blob", ""),
+        )
+        if resource:
+            extra["resource"] = resource
+    else:
+        item = ToolContent(
+            type=kind,
+            text=wire.get("text", ""),
+            data=wire.get("data", ""),
+            mime_type=wire.get("mimeType", ""),
+            uri=wire.get("uri", ""),
+            name=wire.get("name", ""),
+        )
+    if not extra:
+        return item
+    return ToolContent(
+        type=item.type,
+        text=item.text,
+        data=item.data,
+        mime_type=item.mime_type,
+        uri=item.uri,
+        name=item.name,
+        extra=extra,
+    )
+
+
+def result_from_mcp(result: types.CallToolResult) -> ToolResult:
+    """The domain result for an upstream ``CallToolResult``: every item, flag and structured value."""
+    return ToolResult(
+        content=[content_from_mcp(block) for block in result.content],
+        is_error=bool(result.is_error),
+        structured_content=result.structured_content,
+    )
+
+
+async def _exited(process: subprocess.Popen[bytes], seconds: float) -> bool:
+    with anyio.move_on_after(seconds):
+        while process.poll() is None:
+            await anyio.sleep(0.01)
+    return process.poll() is not None
+
+
+def _kill_group(process: subprocess.Popen[bytes], signum: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signum)
+
+
+async def stop_process(process: subprocess.Popen[bytes], stdin: asyncio.StreamWriter) -> None:
+    """Close stdin, then SIGTERM and SIGKILL the process group after short graces."""
+    with contextlib.suppress(Exception):
+        stdin.close()
+    if not await _exited(process, STDIN_GRACE_SECONDS):
+        _kill_group(process, signal.SIGTERM)
+        if not await _exited(process, TERM_GRACE_SECONDS):
+            _kill_group(process, signal.SIGKILL)
+    _kill_group(process, signal.SIGKILL)  # whatever the server left in its group
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "it closed its stdout"
+    if code < 0:
+        try:
+            return f"it was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"it was killed by signal {-code}"
+    return f"it exited with code {code}"
+
+
+async def _pipes(process: subprocess.Popen[bytes]) -> tuple[asyncio.StreamWriter, asyncio.StreamReader]:
+    """The event loop's writer for the process's stdin and reader for its stderr."""
+    assert process.stdin is not None and process.stderr is not None
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.connect_write_pipe(FlowControlMixin, process.stdin)
+    stdin = asyncio.StreamWriter(transport, protocol, None, loop)
+    stderr = asyncio.StreamReader(limit=1 << 16)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stderr), process.stderr)
+    return stdin, stderr
+
+
+@contextlib.asynccontextmanager
+async def _stdio_streams(
+    spec: ServerSpec, cwd: str, transcript: Transcript, closed: anyio.Event
+) -> AsyncIterator[Any]:
+    env = child_environment()
+    env.update(spec.env)
+    key = launch_key(spec.command, spec.args, env, cwd)
+    process = claim(spec.name, key)
+    if process is None:
+        try:
+            process = spawn(spec.command, spec.args, env, cwd)
+        except OSError as exc:
+            reason = f"could not start '{spec.command}': {exc.strerror}" if exc.strerror else str(exc)
+            raise UpstreamFailure(spec.redact(reason)) from None
+    assert process.stdout is not None
+    read_fd = process.stdout.fileno()
+    stdin, stderr = await _pipes(process)
+
+    to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+    session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](16)
+    prefix = f"[{spec.name}]"
+
+    def overflowed() -> None:
+        transcript.fault = f"it sent a message over the {MAX_MESSAGE_BYTES}-byte limit"
+        log.warning("%s %s; closing the connection", prefix, transcript.fault)
+        reading.cancel()
+
+    reading = anyio.CancelScope()
+
+    async def pump_stdout() -> None:
+        try:
+            async with to_session:
+                with reading:
+                    frames = FrameReader(read_fd, MAX_MESSAGE_BYTES, on_overflow=overflowed).frames()
+                    async for item in frames:
+                        if isinstance(item, Frame):
+                            await deliver(item)
+                if reading.cancel_called:
+                    return
+                # EOF: say how the process ended before the session learns that the connection did.
+                await _exited(process, 0.2)
+                transcript.exit = _describe_exit(process.returncode)
+                assert process.stdout is not None
+                process.stdout.close()
+        finally:
+            closed.set()
+
+    async def deliver(item: Frame) -> None:
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(item.data, by_name=False)
+        except Exception:
+            shown = spec.redact(item.data[:200].decode("utf-8", "replace"))
+            transcript.fault = f"it printed a line that is not JSON-RPC on stdout: {shown!r}"
+            log.warning("%s %s", prefix, transcript.fault)
+            return
+        await to_session.send(SessionMessage(message))
+
+    async def pump_stdin() -> None:
+        async with from_session:
+            async for session_message in from_session:
+                data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                try:
+                    stdin.write(data.encode() + b"\n")
+                    await stdin.drain()
+                except (ConnectionError, OSError, RuntimeError):
+                    return
+
+    async def pump_stderr() -> None:
+        pending = b""
+        while chunk := await stderr.read(65536):
+            *lines, pending = (pending + chunk).split(b"\n")
+            pending = pending[-STDERR_LINE_CHARS:]
+            for raw in lines:
+                line = spec.redact(raw[:STDERR_LINE_CHARS].decode("utf-8", "replace").rstrip())
+                if line:
+                    transcript.stderr_tail.append(line)
+                    log.info("%s %s", prefix, line)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(pump_stdout)
+        group.start_soon(pump_stdin)
+        group.start_soon(pump_stderr)
+        try:
+            yield session_reads, session_writes
+        finally:
+            with anyio.CancelScope(shield=True):
+                await stop_process(process, stdin)
+            group.cancel_scope.cancel()
+
+
+@contextlib.asynccontextmanager
+async def _http_streams(spec: ServerSpec, closed: anyio.Event) -> AsyncIterator[Any]:
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async with (
+        create_mcp_http_client(headers=dict(spec.headers)) as http,
+        streamable_http_client(spec.url, http_client=http) as (reads, writes),
+    ):
+        try:
+            yield reads, writes
+        finally:
+            closed.set()
+
+
+async def _note_transport_error(transcript: Transcript, message: Any) -> None:
+    if isinstance(message, Exception):
+        text = str(message).strip().splitlines()[0] if str(message).strip() else ""
+        transcript.fault = transcript.spec.redact(
+            f"{type(message).__name__}: {text}" if text else repr(message)
+        )
+        log.debug("[%s] transport error: %s", transcript.spec.name, transcript.fault)
+
+
+@contextlib.asynccontextmanager
+async def connect(spec: ServerSpec, cwd: str) -> AsyncIterator[UpstreamConnection]:
+    """Open ``spec`` (in ``cwd`` for a stdio server) and yield the connection, before its handshake.
+
+    Raises :class:`~awf_mcp.core.upstream.UpstreamFailure` with a redacted sentence when the
+    server cannot be started.
+    """
+    transcript = Transcript(spec)
+    closed = anyio.Event()
+    streams = _http_streams(spec, closed) if spec.url else _stdio_streams(spec, cwd, transcript, closed)
+    async with streams as (reads, writes):
+        session = ClientSession(
+            reads,
+            writes,
+            client_info=types.Implementation(name="awf-mcp", version=__version__),
+            message_handler=lambda message: _note_transport_error(transcript, message),
+        )
+        async with session:
+            yield UpstreamConnection(spec, session, transcript, closed)

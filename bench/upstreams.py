@@ -1,0 +1,197 @@
+"""The ``upstream`` section of ``bench/run.py``: three real MCP servers, direct and behind awf-mcp.
+
+The upstreams are server-everything, server-memory (npm, ``tests/upstreams/``) and
+mcp-server-time (PyPI, the test extra), all on stdio. Measured in one run:
+
+* start-up: spawn -> ``initialize`` -> ``tools/list`` of each upstream alone (median of
+  the runs; the slowest is the reference) and of ``awf-mcp serve --no-builtins`` with all
+  three (every tool listed);
+* ``everything_echo`` calls/s, sequential and with 16 requests in flight, direct and
+  through awf-mcp;
+* a forwarded call's added latency, p50 and p99: per-call latency through awf-mcp minus
+  the direct p50 / p99 (sequential calls);
+* process-tree RSS: awf-mcp with its three upstreams vs the sum of the three alone.
+
+FastMCP is not installed here, so the ratios to FastMCP's mounted proxy use the figures
+recorded when the targets were set (206 calls/s sequential, 198 with 16 in flight, same
+machine class); the start-up and RSS targets are ratios within this run.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from client import Connection, ServerError
+
+REPO = Path(__file__).resolve().parent.parent
+NODE_SERVERS = REPO / "tests" / "upstreams" / "node_modules" / "@modelcontextprotocol"
+FASTMCP_MOUNTED_SEQUENTIAL = 206.0
+FASTMCP_MOUNTED_16_IN_FLIGHT = 198.0
+
+
+def _upstream_argv(setup: Any) -> dict[str, list[str]] | None:
+    node = shutil.which("node")
+    time_server = shutil.which("mcp-server-time", path=str(Path(setup.python).parent))
+    everything = NODE_SERVERS / "server-everything" / "dist" / "index.js"
+    memory = NODE_SERVERS / "server-memory" / "dist" / "index.js"
+    if not (node and time_server and everything.exists() and memory.exists()):
+        return None
+    return {
+        "everything": [node, str(everything)],
+        "memory": [node, str(memory)],
+        "time": [time_server, "--local-timezone", "UTC"],
+    }
+
+
+def _config(setup: Any, argv: dict[str, list[str]]) -> Path:
+    lines = []
+    for name, (command, *args) in argv.items():
+        lines.append(f"[servers.{name}]")
+        lines.append(f'command = "{command}"')
+        lines.append("args = [" + ", ".join(f'"{a}"' for a in args) + "]")
+        if name == "memory":
+            lines.append(f'env = {{ MEMORY_FILE_PATH = "{setup.work / "memory.jsonl"}" }}')
+    path = setup.work / "upstreams.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _start(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, int, Connection]:
+    conn = Connection(argv, env=env, cwd=cwd)
+    tools = conn.handshake()
+    return time.perf_counter() - conn.started, len(tools), conn
+
+
+def _sequential(conn: Connection, tool: str, calls: int) -> tuple[float, list[float]]:
+    latencies = []
+    started = time.perf_counter()
+    for index in range(calls):
+        before = time.perf_counter()
+        result = conn.call_tool(tool, {"message": f"m{index}"})
+        latencies.append(time.perf_counter() - before)
+        if result.get("isError"):
+            raise ServerError(f"{tool} failed: {result}")
+    return calls / (time.perf_counter() - started), latencies
+
+
+def _in_flight(conn: Connection, tool: str, calls: int, width: int = 16) -> float:
+    started = time.perf_counter()
+    done = 0
+    while done < calls:
+        ids = [conn.start_tool(tool, {"message": f"m{done + i}"}) for i in range(width)]
+        conn.collect(ids)
+        done += width
+    return done / (time.perf_counter() - started)
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def bench_upstream(setup: Any, report: Any) -> None:
+    argv = _upstream_argv(setup)
+    if argv is None:
+        report.skip(
+            "upstream", "upstreams not installed (npm ci --prefix tests/upstreams; pip install -e '.[test]')"
+        )
+        return
+    config = _config(setup, argv)
+    env = setup.base_env(AWF_MCP_NO_PLUGINS="1")
+    awf = [setup.awf_script, "serve", "--no-builtins", "--root", str(setup.work), "--config", str(config)]
+    awf.extend(["--log-level", "ERROR"])
+    cwd = str(setup.work)
+    runs = setup.runs
+    starts: dict[str, list[float]] = {name: [] for name in [*argv, "awf-mcp"]}
+    counts: dict[str, int] = {}
+    for round_index in range(runs + 1):
+        for name, command in [*argv.items(), ("awf-mcp", awf)]:
+            elapsed, count, conn = _start(command, env, cwd)
+            conn.kill() if name != "awf-mcp" else conn.close_stdin_and_wait()
+            if round_index:  # the first round is untimed: page cache, .pyc files, npm's module cache
+                starts[name].append(elapsed)
+                counts[name] = count
+    medians = {name: statistics.median(values) for name, values in starts.items()}
+    slowest = max(medians[name] for name in argv)
+    upstream_tools = sum(counts[name] for name in argv)
+    for name in argv:
+        report.row(
+            "upstream",
+            f"start-up to tools/list: {name} alone [{counts[name]} tools]",
+            medians[name] * 1000,
+            "ms",
+        )
+    report.row(
+        "upstream",
+        f"start-up to tools/list: awf-mcp with all three [{counts['awf-mcp']} tools]",
+        medians["awf-mcp"] * 1000,
+        "ms",
+    )
+    if counts["awf-mcp"] != upstream_tools:
+        raise ServerError(f"awf-mcp listed {counts['awf-mcp']} tools, the upstreams {upstream_tools}")
+    startup_ratio = medians["awf-mcp"] / slowest
+    report.row("upstream", "start-up: awf-mcp / slowest upstream alone", startup_ratio, "x")
+    report.target("upstream start-up <= 1.3 x slowest upstream", startup_ratio, 1.3, "<=")
+
+    calls = 300 if setup.quick else 2000
+    direct = Connection(argv["everything"], env=env, cwd=cwd)
+    proxied = Connection(awf, env=env, cwd=cwd)
+    try:
+        direct.handshake()
+        proxied.handshake()
+        for conn, tool in ((direct, "echo"), (proxied, "everything_echo")):
+            _sequential(conn, tool, 50)  # warm-up
+        direct_rate, direct_latency = _sequential(direct, "echo", calls)
+        awf_rate, awf_latency = _sequential(proxied, "everything_echo", calls)
+        direct_wide = _in_flight(direct, "echo", calls)
+        awf_wide = _in_flight(proxied, "everything_echo", calls)
+        tree_rss = proxied.rss_bytes()
+    finally:
+        direct.kill()
+        proxied.close_stdin_and_wait()
+    alone_rss = 0
+    for name, command in argv.items():
+        _, _, conn = _start(command, env, cwd)
+        try:
+            if name == "everything":
+                _sequential(conn, "echo", 50)
+            alone_rss += conn.rss_bytes()
+        finally:
+            conn.kill()
+    mib = 1024 * 1024
+    report.row("upstream", "echo calls/s sequential: direct", direct_rate, "calls/s")
+    report.row("upstream", "echo calls/s sequential: through awf-mcp", awf_rate, "calls/s")
+    report.row("upstream", "echo calls/s, 16 in flight: direct", direct_wide, "calls/s")
+    report.row("upstream", "echo calls/s, 16 in flight: through awf-mcp", awf_wide, "calls/s")
+    added_p50 = (_percentile(awf_latency, 0.5) - _percentile(direct_latency, 0.5)) * 1000
+    added_p99 = (_percentile(awf_latency, 0.99) - _percentile(direct_latency, 0.99)) * 1000
+    report.row("upstream", "forwarded call, added latency p50", added_p50, "ms")
+    report.row("upstream", "forwarded call, added latency p99", added_p99, "ms")
+    report.row("upstream", "process-tree RSS: three upstreams alone", alone_rss / mib, "MiB")
+    report.row("upstream", "process-tree RSS: awf-mcp with the three", tree_rss / mib, "MiB")
+    sequential_ratio = awf_rate / FASTMCP_MOUNTED_SEQUENTIAL
+    wide_ratio = awf_wide / FASTMCP_MOUNTED_16_IN_FLIGHT
+    rss_ratio = tree_rss / alone_rss
+    report.row("upstream", "sequential / FastMCP mounted proxy (recorded 206/s)", sequential_ratio, "x")
+    report.row("upstream", "16 in flight / FastMCP mounted proxy (recorded 198/s)", wide_ratio, "x")
+    report.row("upstream", "RSS: awf-mcp tree / upstreams alone", rss_ratio, "x")
+    report.target("upstream sequential >= 2 x FastMCP mounted", sequential_ratio, 2.0, ">=")
+    report.target("upstream 16 in flight >= 5 x FastMCP mounted", wide_ratio, 5.0, ">=")
+    report.target("upstream RSS <= 1.2 x upstreams alone", rss_ratio, 1.2, "<=")
+    report.details["upstream"] = {
+        "startup_s": starts,
+        "tools": counts,
+        "calls": calls,
+        "direct_calls_per_s": direct_rate,
+        "awf_calls_per_s": awf_rate,
+        "direct_16_in_flight_calls_per_s": direct_wide,
+        "awf_16_in_flight_calls_per_s": awf_wide,
+        "added_latency_ms": {"p50": added_p50, "p99": added_p99},
+        "rss_bytes": {"alone": alone_rss, "awf_tree": tree_rss},
+        "python": sys.version.split()[0],
+    }

@@ -1,0 +1,207 @@
+"""The upstream provider: concurrent start-up, names, forwarding, death, restart and backoff.
+
+The provider is driven through its ``Connect`` seam with an in-process session, so these
+tests need no subprocess; tests/e2e/test_upstream.py drives the real SDK client adapter
+against real servers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import pytest
+
+from awf_mcp.core.servers import ServerSpec
+from awf_mcp.core.upstream import (
+    ProgressCallback,
+    UpstreamFailure,
+    UpstreamGone,
+    UpstreamProvider,
+    backoff_seconds,
+    start_all,
+    working_directory,
+)
+from awf_mcp.errors import PluginError
+from awf_mcp.ports import CallContext, ToolDefinition, ToolResult, bind_call_context, unbind_call_context
+
+pytestmark = pytest.mark.anyio
+
+
+@dataclass
+class Behaviour:
+    """How the fake upstream behaves; shared by every connection it opens."""
+
+    handshake_delay: float = 0.0
+    tools: tuple[str, ...] = ("echo",)
+    opened: int = 0
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    live: list[FakeSession] = field(default_factory=list)
+
+
+class FakeSession:
+    def __init__(self, behaviour: Behaviour) -> None:
+        self.behaviour = behaviour
+        self.closed = anyio.Event()
+        self.instructions: str | None = None
+
+    async def handshake(self) -> None:
+        await anyio.sleep(self.behaviour.handshake_delay)
+        self.instructions = "fake instructions"
+
+    def reason(self) -> str:
+        return "it was killed by SIGKILL" if self.closed.is_set() else ""
+
+    async def list_tools(self) -> list[ToolDefinition]:
+        return [
+            ToolDefinition(name=n, description=f"{n} tool", input_schema={"type": "object"})
+            for n in self.behaviour.tools
+        ]
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any], progress: ProgressCallback | None
+    ) -> ToolResult:
+        self.behaviour.calls.append((name, dict(arguments)))
+        if name == "die":
+            self.closed.set()
+            raise UpstreamGone(self.reason())
+        if progress is not None:
+            progress(1, 2, "half")
+        return ToolResult.text(f"{name}:{dict(arguments)}")
+
+
+def fake_connect(behaviour: Behaviour) -> Any:
+    @contextlib.asynccontextmanager
+    async def connect(spec: ServerSpec, cwd: str) -> AsyncIterator[FakeSession]:
+        behaviour.opened += 1
+        session = FakeSession(behaviour)
+        behaviour.live.append(session)
+        try:
+            yield session
+        finally:
+            behaviour.live.remove(session)
+
+    return connect
+
+
+def spec(name: str = "fake", **extra: Any) -> ServerSpec:
+    return ServerSpec(name=name, command="fake", **extra)
+
+
+async def test_servers_start_concurrently_and_tools_are_prefixed_with_definitions_kept() -> None:
+    behaviours = [Behaviour(handshake_delay=0.4, tools=("echo", "bad.name")) for _ in range(3)]
+    started = time.monotonic()
+    records = []
+    for index, behaviour in enumerate(behaviours):
+        records += await start_all([spec(f"s{index}")], fake_connect(behaviour))
+    one_by_one = time.monotonic() - started
+
+    behaviour = Behaviour(handshake_delay=0.4)
+    started = time.monotonic()
+    connect = fake_connect(behaviour)
+    together = await start_all([spec("a"), spec("b"), spec("c")], connect)
+    elapsed = time.monotonic() - started
+    assert elapsed < one_by_one * 0.6, (elapsed, one_by_one)
+    assert [r.tool_names for r in together] == [["a_echo"], ["b_echo"], ["c_echo"]]
+    tool = together[0].providers[0].tools[0]
+    assert (tool.description, tool.source, dict(tool.input_schema)) == (
+        "echo tool",
+        "server:a",
+        {"type": "object"},
+    )
+    assert records[0].tool_names == ["s0_echo"]  # bad.name left out
+    for record in records + together:
+        for entry in record.providers:
+            await entry.provider.close()  # type: ignore[misc]
+    assert not behaviour.live
+
+
+async def test_a_server_that_does_not_answer_in_time_is_failed_and_the_others_served() -> None:
+    slow, quick = Behaviour(handshake_delay=30), Behaviour()
+    failures: list[str] = []
+
+    def connect(s: ServerSpec, cwd: str) -> Any:
+        return fake_connect(slow if s.name == "slow" else quick)(s, cwd)
+
+    started = time.monotonic()
+    records = await start_all(
+        [spec("slow", startup_timeout_seconds=0.3), spec("quick"), spec("off", enabled=False)],
+        connect,
+        on_failure=lambda record: failures.append(record.status),
+    )
+    assert time.monotonic() - started < 2.5
+    by_name = {r.name: r for r in records}
+    assert by_name["slow"].status == "failed: it did not list its tools within 0.3 s"
+    assert by_name["quick"].ok and by_name["off"].status == "disabled"
+    assert failures == ["failed: it did not list its tools within 0.3 s"]
+    assert not slow.live  # the hung connection was ended
+    for entry in by_name["quick"].providers:
+        await entry.provider.close()  # type: ignore[misc]
+
+
+async def test_a_spec_problem_fails_the_server_and_strict_makes_it_fatal() -> None:
+    behaviour = Behaviour()
+    broken = spec("broken", problem="${X} is not set in awf-mcp's environment")
+    records = await start_all([broken], fake_connect(behaviour), on_failure=None)
+    assert records[0].status == "failed: ${X} is not set in awf-mcp's environment"
+    with pytest.raises(PluginError, match="server 'broken' failed to start: \\$\\{X\\} is not set"):
+        await start_all([broken, spec("good")], fake_connect(behaviour), strict=True)
+    assert not behaviour.live  # the good one was closed again
+
+
+async def test_calls_are_forwarded_under_the_upstreams_name_with_progress() -> None:
+    behaviour = Behaviour()
+    provider = UpstreamProvider(spec(), fake_connect(behaviour))
+    await provider.start()
+    reports: list[tuple[float, float | None, str | None]] = []
+    token = bind_call_context(CallContext("fake_echo", report_progress=lambda *a: reports.append(a)))
+    try:
+        result = await provider.call_tool("fake_echo", {"text": "hi"})
+    finally:
+        unbind_call_context(token)
+    assert behaviour.calls == [("echo", {"text": "hi"})]
+    assert result.content[0].text == "echo:{'text': 'hi'}"
+    assert reports == [(1, 2, "half")]
+    assert provider.instructions == "fake instructions"
+    await provider.close()
+
+
+async def test_a_death_mid_call_is_an_error_and_the_next_call_restarts_with_backoff() -> None:
+    behaviour = Behaviour()
+    provider = UpstreamProvider(spec(), fake_connect(behaviour))
+    await provider.start()
+    died = await provider.call_tool("fake_die", {})
+    assert died.is_error
+    assert died.content[0].text == (
+        "server 'fake' stopped during the call of die: it was killed by SIGKILL; the next call restarts it"
+    )
+    again = await provider.call_tool("fake_die", {})  # restarted at once, and dies again
+    assert again.is_error and behaviour.opened == 2
+    # A second death in a row: the restart waits; the ToolError reaches the model verbatim.
+    with pytest.raises(
+        UpstreamFailure,
+        match=r"server 'fake' is down \(it was killed by SIGKILL\); the next restart is in 0\.\d s",
+    ):
+        await provider.call_tool("fake_echo", {})
+    assert behaviour.opened == 2
+    await anyio.sleep(backoff_seconds(2) + 0.05)
+    assert not (await provider.call_tool("fake_echo", {})).is_error
+    assert provider.deaths == 0 and behaviour.opened == 3  # a call that succeeds resets the count
+    await provider.close()
+    assert not behaviour.live
+
+
+def test_backoff_grows_and_is_capped() -> None:
+    assert [backoff_seconds(n) for n in (1, 2, 3, 4)] == [0.0, 0.5, 1.0, 2.0]
+    assert backoff_seconds(50) == 30.0
+
+
+def test_working_directory_is_relative_to_the_first_root() -> None:
+    assert working_directory(spec(), ["/r1", "/r2"]) == "/r1"
+    assert working_directory(spec(cwd="sub/.."), ["/r1"]) == "/r1"
+    assert working_directory(spec(cwd="/abs"), ["/r1"]) == "/abs"
+    assert working_directory(spec(cwd="repo"), ["/r1"]) == "/r1/repo"

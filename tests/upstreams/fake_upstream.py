@@ -1,0 +1,142 @@
+"""A hand-written MCP server over stdio (standard library only) for the upstream tests.
+
+``python fake_upstream.py MODE [MARKER_DIR]``:
+
+* ``good``: a well-behaved server with tools the real servers lack: ``audio``
+  (audio and an embedded binary resource), ``wait`` (sleeps ``seconds``; a
+  ``notifications/cancelled`` for it writes ``MARKER_DIR/cancelled-<id>``),
+  ``bad.name`` (a name awf-mcp cannot serve), ``leak`` (prints a secret from its
+  environment on stderr and in its result), ``big`` (a result of ``size`` bytes);
+* ``silent``: reads requests and never answers, not even ``initialize``;
+* ``garbage``: answers every line with a line that is not JSON;
+* ``exit``: exits at once with code 3, after a line on stderr;
+* ``flood``: answers ``initialize``, then writes one endless line on stdout.
+
+``FAKE_IGNORE_EOF=1`` in its environment makes it outlive stdin EOF and ignore SIGTERM.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "good"
+MARKERS = Path(sys.argv[2]) if len(sys.argv) > 2 else None
+LOCK = threading.Lock()
+
+TOOLS = [
+    {"name": "audio", "description": "Audio and an embedded blob.", "inputSchema": {"type": "object"}},
+    {
+        "name": "wait",
+        "description": "Sleep.",
+        "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}},
+        "annotations": {"readOnlyHint": True},
+    },
+    {"name": "bad.name", "description": "Unservable name.", "inputSchema": {"type": "object"}},
+    {"name": "leak", "description": "Print a secret.", "inputSchema": {"type": "object"}},
+    {
+        "name": "big",
+        "description": "A big result.",
+        "inputSchema": {"type": "object", "properties": {"size": {"type": "integer"}}},
+    },
+]
+
+
+def send(message: dict) -> None:
+    with LOCK:
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
+
+
+def reply(request_id: object, result: dict) -> None:
+    send({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+def call(request_id: object, name: str, arguments: dict) -> None:
+    if name == "audio":
+        reply(
+            request_id,
+            {
+                "content": [
+                    {
+                        "type": "audio",
+                        "data": base64.b64encode(b"RIFFfake").decode(),
+                        "mimeType": "audio/wav",
+                    },
+                    {
+                        "type": "resource",
+                        "resource": {
+                            "uri": "blob://one",
+                            "mimeType": "application/octet-stream",
+                            "blob": "AAEC",
+                        },
+                        "annotations": {"priority": 0.25},
+                    },
+                ]
+            },
+        )
+    elif name == "wait":
+        time.sleep(float(arguments.get("seconds", 1)))
+        reply(request_id, {"content": [{"type": "text", "text": "waited"}]})
+    elif name == "leak":
+        secret = os.environ.get("FAKE_SECRET", "")
+        print(f"the secret is {secret}", file=sys.stderr, flush=True)
+        reply(request_id, {"content": [{"type": "text", "text": "leaked to stderr"}]})
+    elif name == "big":
+        reply(request_id, {"content": [{"type": "text", "text": "x" * int(arguments.get("size", 10))}]})
+    else:
+        send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32602, "message": f"no tool {name}"}})
+
+
+def main() -> None:
+    if MODE == "exit":
+        print("fake upstream: exiting at once", file=sys.stderr, flush=True)
+        sys.exit(3)
+    for line in sys.stdin:
+        if MODE == "silent":
+            continue
+        if MODE == "garbage":
+            sys.stdout.write("this is not JSON\n")
+            sys.stdout.flush()
+            continue
+        message = json.loads(line)
+        method, request_id = message.get("method"), message.get("id")
+        params = message.get("params") or {}
+        if method == "initialize":
+            reply(
+                request_id,
+                {
+                    "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "fake", "version": "1"},
+                    "instructions": "Use the fake tools with care.",
+                },
+            )
+            if MODE == "flood":
+                chunk = "x" * 65536
+                while True:
+                    sys.stdout.write(chunk)
+        elif method == "tools/list":
+            reply(request_id, {"tools": TOOLS})
+        elif method == "tools/call":
+            threading.Thread(
+                target=call, args=(request_id, params["name"], params.get("arguments") or {}), daemon=True
+            ).start()
+        elif method == "notifications/cancelled" and MARKERS is not None:
+            (MARKERS / f"cancelled-{params.get('requestId')}").write_text("cancelled")
+        elif request_id is not None and method == "ping":
+            reply(request_id, {})
+
+
+if __name__ == "__main__":
+    main()
+    if os.environ.get("FAKE_IGNORE_EOF") == "1":  # outlive stdin EOF and SIGTERM: only a kill stops it
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        while True:
+            time.sleep(1)
