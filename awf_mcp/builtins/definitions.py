@@ -20,10 +20,12 @@ from awf_mcp.builtins.limits import (
     GREP_MAX_CONTEXT,
     GREP_MAX_LINE_BYTES,
     GREP_MAX_LINES,
+    GREP_SHOWN_LINE_BYTES,
     MAX_FILE_BYTES,
     MAX_IMAGE_BYTES,
     MIB,
     READ_DEFAULT_LINES,
+    SEARCH_OUTPUT_BYTES,
 )
 from awf_mcp.ports import BUILTIN_SOURCE, ToolAnnotations, ToolDefinition
 
@@ -153,6 +155,11 @@ BASH = ToolDefinition(
     ),
 )
 
+_ESCAPED_NAMES = (
+    "File names that are not valid UTF-8 or hold control characters are shown with those bytes "
+    "escaped as \\xNN (e.g. caf\\xe9.txt)."
+)
+
 GLOB = ToolDefinition(
     name="Glob",
     description=(
@@ -164,7 +171,7 @@ GLOB = ToolDefinition(
         "allowed only without `cwd` and inside the workspace. "
         ".git is skipped and symbolic links to directories are not followed. Returns matching paths "
         f"relative to the workspace root, one a line, newest first, at most {GLOB_MAX_RESULTS:,} "
-        "(a note says how many matched)."
+        f"and {SEARCH_OUTPUT_BYTES // MIB} MiB (a note says how many matched). " + _ESCAPED_NAMES
     ),
     input_schema=_schema(
         {
@@ -189,8 +196,9 @@ GREP = ToolDefinition(
         "(default) prints 'path:line:text' per matching line, with 'path-line-text' context lines and "
         "'--' between groups; 'files_with_matches' prints matching file paths; 'count' prints "
         f"'path:N'. Paths are relative to the workspace root. Lines over {GREP_MAX_LINE_BYTES // MIB} "
-        f"MiB are not searched. Content output stops after {GREP_MAX_LINES:,} lines (or `head_limit`) "
-        "with a note."
+        f"MiB are not searched; shown lines are cut after {GREP_SHOWN_LINE_BYTES:,} bytes. Output stops "
+        f"after {GREP_MAX_LINES:,} lines (or `head_limit`) or {SEARCH_OUTPUT_BYTES // MIB} MiB, with a "
+        "note. " + _ESCAPED_NAMES
     ),
     input_schema=_schema(
         {

@@ -10,21 +10,35 @@ Contract
   links to directories are not followed.
 * Results are one path a line, relative to the first root (absolute when in
   another root), sorted by modification time, newest first (ties by path),
-  capped at :data:`GLOB_MAX_RESULTS` with a note saying how many matched.
+  capped at :data:`GLOB_MAX_RESULTS` paths and at ``output_bytes`` (default
+  :data:`SEARCH_OUTPUT_BYTES`) with a note saying how many matched. Only the
+  newest paths are kept while walking, so memory does not grow with matches.
+* A name that is not valid UTF-8, or holds control characters, is shown (and
+  matched) escaped: ``caf\\xe9.txt`` (see :func:`~awf_mcp.builtins.listing.printable`).
+* Cost is bounded: braces are counted before expansion, alternatives sharing
+  a directory share one walk, and the walk stops at the call's ``cancelled``
+  flag (client cancellation or the call timeout).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from awf_mcp.builtins.args import required_string, string_argument
-from awf_mcp.builtins.limits import GLOB_MAX_RESULTS
+from awf_mcp.builtins.limits import GLOB_MAX_RESULTS, SEARCH_OUTPUT_BYTES
+from awf_mcp.builtins.listing import BoundedLines, OutputFull, printable
 from awf_mcp.builtins.patterns import GlobMatcher, expand_braces, has_magic
 from awf_mcp.builtins.sandbox import Sandbox
-from awf_mcp.builtins.walk import walk
+from awf_mcp.builtins.walk import Cancelled, walk
 from awf_mcp.ports import ToolError, ToolResult, current_call
+
+_NOTE_RESERVE = 200
+"""Bytes of the output budget kept for the closing note."""
 
 
 def _split(sandbox: Sandbox, alternative: str, base: str) -> tuple[str, list[str]] | None:
@@ -51,8 +65,59 @@ def _split(sandbox: Sandbox, alternative: str, base: str) -> tuple[str, list[str
     return start, rest
 
 
-def glob_files(sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
-    """Run the Glob tool."""
+def _escape_glob(path: str) -> str:
+    """``path`` with its glob metacharacters made literal (``\\`` escapes them)."""
+    return "".join("\\" + char if char in "*?[]\\" else char for char in path)
+
+
+def _walk_plan(sandbox: Sandbox, pattern: str, base: str, cancelled: threading.Event) -> dict[str, list[str]]:
+    """The directories to walk, each with the patterns to match below it.
+
+    Alternatives sharing a start directory share its walk; one whose start lies
+    inside another's is matched during the outer walk, so no directory is
+    walked twice and no path is found twice.
+    """
+    by_start: dict[str, list[str]] = {}
+    for alternative in expand_braces(pattern, cancelled):
+        if cancelled.is_set():
+            raise Cancelled("the call was cancelled")
+        split = _split(sandbox, alternative, base)
+        if split is not None:
+            by_start.setdefault(split[0], []).append("/".join(split[1]))
+    plan: dict[str, list[str]] = {}
+    for start in sorted(by_start, key=len):
+        outer = next((chosen for chosen in plan if start.startswith(chosen.rstrip("/") + "/")), None)
+        inside_git = outer is not None and ".git" in start[len(outer) :].split("/")
+        if outer is None or inside_git:
+            plan[start] = list(by_start[start])
+        else:
+            prefix = _escape_glob(start[len(outer.rstrip("/")) + 1 :])
+            plan[outer].extend(f"{prefix}/{rest}" for rest in by_start[start])
+    return plan
+
+
+@dataclass(slots=True)
+class _Newest:
+    """The ``keep`` newest paths seen so far (ties by path), in memory bounded by ``keep``."""
+
+    keep: int
+    matched: int = 0
+    items: list[tuple[float, str]] = field(default_factory=list)
+
+    def add(self, mtime: float, shown: str) -> None:
+        self.matched += 1
+        self.items.append((-mtime, shown))
+        if len(self.items) >= 2 * self.keep:
+            self.items = sorted(self.items)[: self.keep]
+
+    def ordered(self) -> list[str]:
+        return [shown for _, shown in sorted(self.items)[: self.keep]]
+
+
+def glob_files(
+    sandbox: Sandbox, arguments: Mapping[str, Any], *, output_bytes: int = SEARCH_OUTPUT_BYTES
+) -> ToolResult:
+    """Run the Glob tool; its text stays within ``output_bytes``."""
     pattern = required_string(arguments, "pattern")
     cwd = string_argument(arguments, "cwd", required=False)
     sandbox.check_argument(pattern, "pattern")
@@ -63,27 +128,32 @@ def glob_files(sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
     base = sandbox.resolve_dir(cwd, "cwd")
     dirs_only = pattern.endswith("/")
     cancelled = current_call().cancelled
-    found: dict[str, float] = {}
-    for alternative in expand_braces(pattern):
-        split = _split(sandbox, alternative, base)
-        if split is None:
-            continue
-        start, rest = split
-        matcher = GlobMatcher(["/".join(rest)])
-        depth = None if "**" in rest else len(rest)
+    newest = _Newest(GLOB_MAX_RESULTS)
+    for start, rests in _walk_plan(sandbox, pattern, base, cancelled).items():
+        matcher = GlobMatcher(rests, shown=pattern)
+        deep = any(segment == "**" for rest in rests for segment in rest.split("/"))
+        depth = (
+            None if deep else max(len([s for s in rest.split("/") if s not in ("", ".")]) for rest in rests)
+        )
         for entry in walk(sandbox, start, max_depth=depth, cancelled=cancelled):
             is_dir = entry.kind == "dir" or (entry.target is not None and os.path.isdir(entry.target))
             if is_dir != dirs_only or not matcher.matches(entry.rel):
                 continue
-            shown = sandbox.display(entry.real)
-            if shown not in found:
-                found[shown] = entry.mtime()
-    if not found:
+            newest.add(entry.mtime(), printable(sandbox.display(entry.real)))
+    if not newest.matched:
         return ToolResult.text(f"No files match {pattern!r}.")
-    ordered = sorted(found, key=lambda path: (-found[path], path))
-    lines = ordered[:GLOB_MAX_RESULTS]
-    if len(ordered) > GLOB_MAX_RESULTS:
+    output = BoundedLines(max_lines=None, max_bytes=output_bytes - _NOTE_RESERVE)
+    with contextlib.suppress(OutputFull):
+        for shown in newest.ordered():
+            output.add(shown)
+    lines = output.lines
+    if output.stopped_by == "bytes":
         lines.append(
-            f"[showing the {GLOB_MAX_RESULTS:,} newest of {len(ordered):,} matches; narrow pattern or cwd]"
+            f"[showing the {len(lines):,} newest of {newest.matched:,} matches: the output limit of "
+            f"{output_bytes // 1024:,} KiB was reached; narrow pattern or cwd]"
+        )
+    elif newest.matched > GLOB_MAX_RESULTS:
+        lines.append(
+            f"[showing the {GLOB_MAX_RESULTS:,} newest of {newest.matched:,} matches; narrow pattern or cwd]"
         )
     return ToolResult.text("\n".join(lines))

@@ -15,9 +15,18 @@ Contract
   groups; ``files_with_matches`` prints one path a line; ``count`` prints
   ``path:N``. Paths are relative to the first root. Files come in walk order
   (depth first, names sorted).
-* Lines over :data:`GREP_MAX_LINE_BYTES` are not searched (a note counts them).
-  Output stops at ``head_limit`` lines/entries, and in ``content`` mode at
-  :data:`GREP_MAX_LINES` lines, with a note saying which limit was hit.
+* Lines over :data:`GREP_MAX_LINE_BYTES` are not searched (a note counts them);
+  a shown line is cut after :data:`GREP_SHOWN_LINE_BYTES` bytes with a marker.
+  Output stops at ``head_limit`` lines/entries, in ``content`` mode at
+  :data:`GREP_MAX_LINES` lines, and in every mode once ``output_bytes``
+  (default :data:`SEARCH_OUTPUT_BYTES`) are spent, with a note saying which
+  limit was hit. The bounds hold while the output is built, not only at the end.
+* A file is read whole only up to 8 MiB (a file that grows past that after the
+  size check is searched line by line instead), never without bound. The search
+  checks the call's ``cancelled`` flag between files and while reading a file,
+  so a cancelled or timed-out call stops, even on an endless file.
+* File names that are not valid UTF-8, or hold control characters, are shown
+  escaped (``caf\\xe9.txt``; see :func:`~awf_mcp.builtins.listing.printable`).
 """
 
 from __future__ import annotations
@@ -25,23 +34,28 @@ from __future__ import annotations
 import io
 import os
 import stat
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from awf_mcp.builtins.args import bool_argument, optional_int, required_string, string_argument
-from awf_mcp.builtins.fileio import open_regular, skip_line
+from awf_mcp.builtins.fileio import open_regular
 from awf_mcp.builtins.limits import (
     BINARY_SNIFF_BYTES,
     GREP_MAX_CONTEXT,
     GREP_MAX_LINE_BYTES,
     GREP_MAX_LINES,
+    GREP_SHOWN_LINE_BYTES,
+    MAX_GLOB_FILTER_CHARS,
     MIB,
+    SEARCH_OUTPUT_BYTES,
 )
-from awf_mcp.builtins.patterns import GlobMatcher, expand_braces
+from awf_mcp.builtins.listing import BoundedLines, OutputFull, cut_line, printable
+from awf_mcp.builtins.patterns import GlobMatcher, expand_braces, re2_reason
 from awf_mcp.builtins.sandbox import Sandbox, quote_path
-from awf_mcp.builtins.walk import walk
+from awf_mcp.builtins.walk import Cancelled, walk
 from awf_mcp.ports import ToolError, ToolResult, current_call
 
 OUTPUT_MODES = ("content", "files_with_matches", "count")
@@ -50,24 +64,9 @@ OUTPUT_MODES = ("content", "files_with_matches", "count")
 _WHOLE_FILE_BYTES = 8 * MIB
 _PROGRESS_EVERY = 100
 _UNSAFE_FOR_PREFILTER = ("\\A", "\\z", "(?")
-
-
-class _Full(Exception):
-    """Raised inside the search when the output limit is reached."""
-
-
-@dataclass(slots=True)
-class _Output:
-    limit: int
-    by_head_limit: bool
-    lines: list[str] = field(default_factory=list)
-    truncated: bool = False
-
-    def add(self, line: str) -> None:
-        if len(self.lines) >= self.limit:
-            self.truncated = True
-            raise _Full
-        self.lines.append(line)
+_CANCEL_CHECK_LINES = 4096
+_NOTE_RESERVE = 200
+"""Bytes of the output budget kept for the closing notes."""
 
 
 @dataclass(slots=True)
@@ -77,7 +76,9 @@ class _Search:
     mode: str
     before: int
     after: int
-    output: _Output
+    output: BoundedLines
+    by_head_limit: bool
+    cancelled: threading.Event
     long_lines: int = 0
     files: int = 0
     matched_files: int = 0
@@ -90,15 +91,18 @@ def compile_pattern(pattern: str, case_insensitive: bool) -> tuple[Any, Any]:
     options = re2.Options()
     options.log_errors = False
     options.case_sensitive = not case_insensitive
-    encoded = pattern.encode("utf-8", "surrogateescape")
+    try:
+        encoded = pattern.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raise ToolError(
+            f"invalid regular expression {pattern!r}: it holds an unpaired surrogate (\\ud800-\\udfff)"
+        ) from None
     try:
         regex = re2.compile(encoded, options)
     except re2.error as exc:
-        reason = (
-            exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else exc
-        )
         raise ToolError(
-            f"invalid regular expression {pattern!r}: {reason} (RE2 syntax: no lookaround, no backreferences)"
+            f"invalid regular expression {pattern!r}: {re2_reason(exc)} "
+            "(RE2 syntax: no lookaround, no backreferences)"
         ) from None
     prefilter = None
     if not any(token in pattern for token in _UNSAFE_FOR_PREFILTER):
@@ -109,14 +113,28 @@ def compile_pattern(pattern: str, case_insensitive: bool) -> tuple[Any, Any]:
     return regex, prefilter
 
 
-def _lines(stream: BinaryIO) -> Iterator[bytes | None]:
-    """The lines of ``stream`` without terminators; ``None`` for a line too long to search."""
+def _lines(stream: BinaryIO, cancelled: threading.Event) -> Iterator[bytes | None]:
+    """The lines of ``stream`` without terminators; ``None`` for a line too long to search.
+
+    Reads at most ``GREP_MAX_LINE_BYTES + 1`` bytes at a time, and checks
+    ``cancelled`` every :data:`_CANCEL_CHECK_LINES` lines and on every chunk of
+    an over-long line, so an endless file stops when the call is cancelled.
+    """
+    since_check = 0
     while True:
+        since_check += 1
+        if since_check >= _CANCEL_CHECK_LINES:
+            since_check = 0
+            if cancelled.is_set():
+                raise Cancelled("the call was cancelled")
         line = stream.readline(GREP_MAX_LINE_BYTES + 1)
         if not line:
             return
         if len(line) > GREP_MAX_LINE_BYTES and not line.endswith(b"\n"):
-            skip_line(stream)
+            while line and not line.endswith(b"\n"):
+                if cancelled.is_set():
+                    raise Cancelled("the call was cancelled")
+                line = stream.readline(MIB)
             yield None
             continue
         yield line[:-1] if line.endswith(b"\n") else line
@@ -125,7 +143,7 @@ def _lines(stream: BinaryIO) -> Iterator[bytes | None]:
 def _text(line: bytes | None) -> str:
     if line is None:
         return f"[line longer than {GREP_MAX_LINE_BYTES // MIB} MiB, not searched]"
-    return line.decode("utf-8", "replace").removesuffix("\r")
+    return cut_line(line.removesuffix(b"\r"), GREP_SHOWN_LINE_BYTES)
 
 
 def _search_stream(stream: BinaryIO, shown: str, search: _Search) -> None:
@@ -135,7 +153,7 @@ def _search_stream(stream: BinaryIO, shown: str, search: _Search) -> None:
     after_left = 0
     last_printed = 0
     count = 0
-    for number, line in enumerate(_lines(stream), start=1):
+    for number, line in enumerate(_lines(stream, search.cancelled), start=1):
         if line is None:
             search.long_lines += 1
             matched = False
@@ -188,12 +206,15 @@ def _search_fd(fd: int, shown: str, search: _Search, *, explicit: bool) -> str |
             )
         search.files += 1
         if info.st_size <= _WHOLE_FILE_BYTES:
-            data = stream.read()
-            if search.prefilter is not None and search.prefilter.search(data) is None:
+            data = stream.read(_WHOLE_FILE_BYTES + 1)
+            if len(data) <= _WHOLE_FILE_BYTES:
+                if search.prefilter is not None and search.prefilter.search(data) is None:
+                    return None
+                _search_stream(io.BytesIO(data), shown, search)
                 return None
-            _search_stream(io.BytesIO(data), shown, search)
-        else:
-            _search_stream(stream, shown, search)
+            del data  # the file grew past the cap since fstat: search it line by line instead
+            stream.seek(0)
+        _search_stream(stream, shown, search)
     return None
 
 
@@ -201,10 +222,14 @@ def _glob_filter(glob: str | None) -> Callable[[str, str], bool]:
     """A predicate on (relative path, name) for Grep's ``glob`` argument."""
     if not glob:
         return lambda rel, name: True
+    if len(glob) > MAX_GLOB_FILTER_CHARS:
+        raise ToolError(
+            f"glob is too long ({len(glob):,} characters; the limit is {MAX_GLOB_FILTER_CHARS:,}): shorten it"
+        )
     exclude = glob.startswith("!")
     body = glob[1:] if exclude else glob
-    alternatives = expand_braces(body)
-    matcher = GlobMatcher(alternatives)
+    alternatives = expand_braces(body, current_call().cancelled)
+    matcher = GlobMatcher(alternatives, shown=glob)
     on_path = any("/" in alternative for alternative in alternatives)
 
     def accept(rel: str, name: str) -> bool:
@@ -217,8 +242,10 @@ def _int_or(value: int | None, fallback: int) -> int:
     return fallback if value is None else value
 
 
-def grep(sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
-    """Run the Grep tool."""
+def grep(
+    sandbox: Sandbox, arguments: Mapping[str, Any], *, output_bytes: int = SEARCH_OUTPUT_BYTES
+) -> ToolResult:
+    """Run the Grep tool; its text stays within ``output_bytes``."""
     pattern = required_string(arguments, "pattern")
     regex, prefilter = compile_pattern(pattern, bool_argument(arguments, "case_insensitive"))
     path_arg = string_argument(arguments, "path", required=False)
@@ -235,12 +262,13 @@ def grep(sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
 
     cap = GREP_MAX_LINES if mode == "content" else None
     limits = [value for value in (head_limit, cap) if value is not None]
-    limit = min(limits) if limits else 1 << 62
-    output = _Output(limit=limit, by_head_limit=head_limit is not None and head_limit <= (cap or limit))
+    limit = min(limits) if limits else None
+    by_head_limit = head_limit is not None and head_limit <= (cap or head_limit)
+    output = BoundedLines(max_lines=limit, max_bytes=output_bytes - _NOTE_RESERVE)
     if mode != "content":
         before = after = 0
-    search = _Search(regex, prefilter, mode, before, after, output)
     call = current_call()
+    search = _Search(regex, prefilter, mode, before, after, output, by_head_limit, call.cancelled)
     note: str | None = None
     try:
         if os.path.isdir(target):
@@ -251,31 +279,36 @@ def grep(sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
                     fd = entry.open()
                 except OSError:
                     continue
-                _search_fd(fd, sandbox.display(entry.real), search, explicit=False)
+                _search_fd(fd, printable(sandbox.display(entry.real)), search, explicit=False)
                 if search.files % _PROGRESS_EVERY == 0:
                     call.report_progress(search.files, None, f"searched {search.files} files")
         else:
             shown = path_arg or sandbox.display(target)
             fd, _info = open_regular(sandbox, target, shown)
-            note = _search_fd(fd, sandbox.display(target), search, explicit=True)
-    except _Full:
+            note = _search_fd(fd, printable(sandbox.display(target)), search, explicit=True)
+    except OutputFull:
         pass
-    return _result(search, note)
+    return _result(search, note, output_bytes)
 
 
-def _result(search: _Search, note: str | None) -> ToolResult:
+def _result(search: _Search, note: str | None, output_bytes: int) -> ToolResult:
     if note is not None:
         return ToolResult.text(note)
     output = search.output
-    lines = list(output.lines)
+    lines = output.lines
     if not lines:
         lines.append(f"No matches found (searched {search.files:,} files).")
-    if output.truncated:
-        if output.by_head_limit:
-            lines.append(f"[head_limit={output.limit} reached; more results exist]")
+    if output.stopped_by == "bytes":
+        lines.append(
+            f"[output stopped at the {output_bytes // 1024:,} KiB output limit; narrow the pattern, "
+            "set path or glob, or use head_limit]"
+        )
+    elif output.stopped_by == "lines":
+        if search.by_head_limit:
+            lines.append(f"[head_limit={output.max_lines} reached; more results exist]")
         else:
             lines.append(
-                f"[output truncated at {output.limit:,} lines; narrow the pattern, set path or glob, "
+                f"[output truncated at {output.max_lines:,} lines; narrow the pattern, set path or glob, "
                 "or use head_limit]"
             )
     if search.long_lines:

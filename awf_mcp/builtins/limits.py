@@ -43,3 +43,19 @@ GREP_MAX_CONTEXT = 100
 
 MAX_BRACE_EXPANSIONS = 1000
 """The most alternatives a ``{a,b}`` pattern may expand to."""
+
+SEARCH_OUTPUT_BYTES = 2 * MIB
+"""Bytes of text Glob and Grep return at most (UTF-8, newlines counted); the output stops with a
+note once it is spent. The one parameter of their output budget."""
+
+GREP_SHOWN_LINE_BYTES = 2000
+"""Bytes of a matching (or context) line Grep shows; the rest is cut with a marker."""
+
+MAX_BRACE_DEPTH = 32
+"""The deepest nesting of ``{a,b}`` groups a pattern may have."""
+
+MAX_GLOB_FILTER_CHARS = 4096
+"""The longest ``glob`` filter Grep accepts (the Glob tool's patterns are path arguments)."""
+
+MAX_BRACE_EXPANDED_CHARS = 64 * 1024
+"""The most characters the alternatives of a ``{a,b}`` pattern may add up to."""

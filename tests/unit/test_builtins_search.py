@@ -5,13 +5,24 @@ from __future__ import annotations
 import os
 import threading
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
-from awf_mcp.builtins import BuiltinTools, Sandbox
-from awf_mcp.builtins.limits import GLOB_MAX_RESULTS, GREP_MAX_LINE_BYTES, GREP_MAX_LINES
+from awf_mcp.builtins import BuiltinTools, Sandbox, grepping
+from awf_mcp.builtins.globbing import glob_files
+from awf_mcp.builtins.grepping import grep
+from awf_mcp.builtins.limits import (
+    GLOB_MAX_RESULTS,
+    GREP_MAX_LINE_BYTES,
+    GREP_MAX_LINES,
+    GREP_SHOWN_LINE_BYTES,
+    SEARCH_OUTPUT_BYTES,
+)
+from awf_mcp.builtins.listing import printable
 from awf_mcp.builtins.patterns import expand_braces
 from awf_mcp.ports import CallContext, ToolError, ToolResult, bind_call_context, unbind_call_context
 
@@ -263,5 +274,248 @@ async def test_grep_reports_progress_and_stops_when_cancelled(tools: BuiltinTool
         token = bind_call_context(cancelled)
         with pytest.raises(ToolError, match="cancelled"):
             await tools.call_tool("Grep", {"pattern": "x"})
+    finally:
+        unbind_call_context(token)
+
+
+# --- hostile inputs: names, sizes, cost, cancellation -------------------------------------------------
+
+
+def test_printable_escapes_undecodable_bytes_and_control_characters() -> None:
+    assert printable("plain/café.txt") == "plain/café.txt"
+    assert printable(os.fsdecode(b"caf\xe9.txt")) == "caf\\xe9.txt"
+    assert printable("two\nlines\r\x1b[31m") == "two\\x0alines\\x0d\\x1b[31m"
+    assert printable("evil\u202etxt.exe\u2028") == "evil\\u202etxt.exe\\u2028"
+    assert printable("back\\slash") == "back\\slash"
+    printable(os.fsdecode(bytes(range(1, 256)))).encode("utf-8")  # always valid UTF-8
+
+
+@pytest.mark.anyio
+async def test_non_utf8_and_control_character_names_are_shown_escaped(
+    tools: BuiltinTools, root: Path
+) -> None:
+    (root / os.fsdecode(b"caf\xe9.txt")).write_text("needle\n")
+    (root / "new\nline.txt").write_text("needle\n")
+    (root / "ok.txt").write_text("needle\n")
+    assert sorted(await lines_of(tools, "Glob", pattern="*")) == [
+        "caf\\xe9.txt",
+        "new\\x0aline.txt",
+        "ok.txt",
+    ]
+    assert await lines_of(tools, "Glob", pattern="caf*") == ["caf\\xe9.txt"]
+    grep = sorted(await lines_of(tools, "Grep", pattern="needle"))
+    assert grep == ["caf\\xe9.txt:1:needle", "new\\x0aline.txt:1:needle", "ok.txt:1:needle"]
+    assert await lines_of(tools, "Grep", pattern="needle", glob="caf*", output_mode="files_with_matches") == [
+        "caf\\xe9.txt"
+    ]
+    for text in (*grep, *await lines_of(tools, "Glob", pattern="*")):
+        text.encode("utf-8")
+
+
+@pytest.mark.anyio
+async def test_grep_cuts_long_lines_and_stops_at_the_byte_budget(tools: BuiltinTools, root: Path) -> None:
+    line = "needle " + "x" * (GREP_SHOWN_LINE_BYTES * 3)
+    (root / "wide.txt").write_text(line + "\n")
+    shown = (await lines_of(tools, "Grep", pattern="needle"))[0]
+    assert shown.startswith("wide.txt:1:needle xxx")
+    assert shown.endswith(f"[... line cut: {len(line) - GREP_SHOWN_LINE_BYTES:,} more bytes]")
+    assert len(shown) < GREP_SHOWN_LINE_BYTES + 100
+    sandbox = Sandbox([str(root)])
+    (root / "many.txt").write_text("needle\n" * 5000)
+    result = grep(sandbox, {"pattern": "needle", "path": "many.txt"}, output_bytes=10_000)
+    text = result.content[0].text
+    assert len(text.encode()) <= 10_000
+    assert text.endswith(
+        "[output stopped at the 9 KiB output limit; narrow the pattern, set path or glob, or use head_limit]"
+    )
+    make(root, {f"d/file{index:03d}.txt": "needle\n" for index in range(100)})
+    listed = grep(
+        sandbox, {"pattern": "needle", "path": "d", "output_mode": "files_with_matches"}, output_bytes=400
+    )
+    assert listed.content[0].text.split("\n")[:2] == ["d/file000.txt", "d/file001.txt"]
+    assert "output limit" in listed.content[0].text and len(listed.content[0].text) <= 400
+
+
+@pytest.mark.anyio
+async def test_grep_output_of_hard_linked_big_files_stays_within_the_budget(
+    tools: BuiltinTools, root: Path
+) -> None:
+    chunk = ("needle " + "y" * 1000 + "\n") * 2048  # 2 MiB of matching lines
+    (root / "big.txt").write_text(chunk)
+    for index in range(8):
+        os.link(root / "big.txt", root / f"link{index}.txt")
+    result = await tools.call_tool("Grep", {"pattern": "needle"})
+    text = result.content[0].text
+    assert SEARCH_OUTPUT_BYTES // 2 < len(text.encode()) <= SEARCH_OUTPUT_BYTES
+    assert "output limit" in text.splitlines()[-1]
+
+
+@pytest.mark.anyio
+async def test_glob_output_stays_within_the_budget(root: Path) -> None:
+    deep = root / "/".join(["d" * 200] * 4)
+    deep.mkdir(parents=True)
+    for index in range(40):
+        (deep / f"{index:03d}{'n' * 200}").touch()
+    result = glob_files(Sandbox([str(root)]), {"pattern": "**/*"}, output_bytes=10_000)
+    lines = result.content[0].text.split("\n")
+    assert len(result.content[0].text.encode()) <= 10_000
+    assert lines[-1].startswith(f"[showing the {len(lines) - 1} newest of 40 matches: the output limit")
+
+
+@pytest.mark.anyio
+async def test_glob_keeps_only_the_newest_while_walking(tools: BuiltinTools, root: Path) -> None:
+    (root / "many").mkdir()
+    now = time.time()
+    count = GLOB_MAX_RESULTS * 2 + 321
+    for index in range(count):
+        path = root / "many" / f"f{index:05d}"
+        path.touch()
+        os.utime(path, (now - index, now - index))
+    lines = await lines_of(tools, "Glob", pattern="many/*")
+    assert lines[:-1] == [f"many/f{index:05d}" for index in range(GLOB_MAX_RESULTS)]
+    assert lines[-1] == f"[showing the 1,000 newest of {count:,} matches; narrow pattern or cwd]"
+
+
+@pytest.mark.anyio
+async def test_glob_walks_overlapping_alternatives_once(tools: BuiltinTools, root: Path) -> None:
+    make(
+        root,
+        {"src/a.py": "", "src/deep/b.py": "", "src/deep/more/c.py": "", ".git/x.py": "", "s[x]/d.py": ""},
+    )
+    assert sorted(
+        await lines_of(tools, "Glob", pattern="{src,src/deep,src/deep/more,src/deep/../deep}/*.py")
+    ) == [
+        "src/a.py",
+        "src/deep/b.py",
+        "src/deep/more/c.py",
+    ]
+    assert sorted(await lines_of(tools, "Glob", pattern="{src/**/*.py,src/deep/**/*.py}")) == [
+        "src/a.py",
+        "src/deep/b.py",
+        "src/deep/more/c.py",
+    ]
+    assert await lines_of(tools, "Glob", pattern="{*/d.py,s[[]x]/d.py}") == ["s[x]/d.py"]
+    assert sorted(await lines_of(tools, "Glob", pattern="{src/a.py,.git/*.py}")) == [".git/x.py", "src/a.py"]
+
+
+def test_brace_expansion_cost_is_bounded_up_front() -> None:
+    hostile = "{a,b}" * 9 + "/" + "/".join(["{" * 250] * 15)
+    started = time.monotonic()
+    with pytest.raises(ToolError, match="65,536 characters in all"):
+        expand_braces(hostile)
+    alternatives = expand_braces("{a,b}" * 9 + "/" + "{" * 100)
+    assert len(alternatives) == 512 and alternatives[0] == "aaaaaaaaa/" + "{" * 100
+    with pytest.raises(ToolError, match="more than 1000 alternatives"):
+        expand_braces("{a,b}" * 10 + "{" * 4000)
+    with pytest.raises(ToolError, match="65,536 characters in all"):
+        expand_braces("{a,b}" * 9 + "*" * 4000)
+    with pytest.raises(ToolError, match="deeper than 32 levels"):
+        expand_braces("{a," * 40 + "b" + "}" * 40)
+    assert time.monotonic() - started < 1.0
+    assert expand_braces("{a," * 20 + "b" + "}" * 20) == ["a", "b"]
+    cancelled = threading.Event()
+    cancelled.set()
+    with pytest.raises(ToolError, match="cancelled"):
+        expand_braces("{a,b}/{c,d}", cancelled)
+
+
+@pytest.mark.anyio
+async def test_hostile_brace_patterns_answer_quickly(tools: BuiltinTools, root: Path) -> None:
+    make(root, {"x.txt": "needle\n"})
+    hostile = "{a,b}" * 9 + "/" + "/".join(["{" * 250] * 15)
+    started = time.monotonic()
+    with pytest.raises(ToolError, match="expands to more than 65,536 characters"):
+        await tools.call_tool("Glob", {"pattern": hostile})
+    with pytest.raises(ToolError, match="expands to more than 65,536 characters"):
+        await tools.call_tool("Grep", {"pattern": "needle", "glob": hostile})
+    accepted = "*{a,b}" * 9 + "/" + "/".join(["?" * 10] * 10)
+    assert (await tools.call_tool("Glob", {"pattern": accepted})).content[0].text.startswith("No files match")
+    grep_result = await tools.call_tool("Grep", {"pattern": "needle", "glob": accepted})
+    assert grep_result.content[0].text.startswith("No matches found")
+    assert time.monotonic() - started < 5.0
+    with pytest.raises(ToolError, match="glob is too long"):
+        await tools.call_tool("Grep", {"pattern": "needle", "glob": "*" * 5000})
+
+
+@pytest.mark.anyio
+async def test_glob_errors_are_sentences_not_bytes(tools: BuiltinTools) -> None:
+    with pytest.raises(ToolError) as error:
+        await tools.call_tool("Glob", {"pattern": "[z-a]"})
+    message = str(error.value)
+    assert "b'" not in message
+    assert message == (
+        "invalid glob pattern '[z-a]': the character range z-a runs backwards "
+        "(write the lower character first, e.g. a-z)"
+    )
+    with pytest.raises(ToolError, match=r"^invalid glob pattern '\[z-a\]': the character range"):
+        await tools.call_tool("Grep", {"pattern": "x", "glob": "[z-a]"})
+    with pytest.raises(ToolError, match="unpaired surrogate"):
+        await tools.call_tool("Grep", {"pattern": "x", "glob": "\ud800*"})
+
+
+@pytest.mark.anyio
+async def test_grep_reads_a_file_that_grew_after_fstat_within_the_cap(
+    tools: BuiltinTools, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = root / "growing.log"
+    path.write_bytes(b"start\n" + b"z" * 100 + b"\n")
+    with path.open("ab") as grown:
+        for _ in range(40):
+            grown.write((b"f" * 1023 + b"\n") * 1024)  # 40 MiB in all
+        grown.write(b"needle at the end\n")
+    real_fstat = os.fstat
+
+    def fstat_before_growth(fd: int) -> os.stat_result:
+        info = real_fstat(fd)
+        if info.st_ino != path.stat().st_ino:
+            return info
+        fields = list(info)
+        fields[6] = 107  # the size fstat saw before the file grew
+        return os.stat_result(fields)
+
+    monkeypatch.setattr(grepping.os, "fstat", fstat_before_growth)
+    tracemalloc.start()
+    try:
+        lines = await lines_of(tools, "Grep", pattern="needle", path="growing.log")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert lines == ["growing.log:40963:needle at the end"]
+    assert peak < 12 * 1024 * 1024, peak
+
+
+def _cancel_after(delay: float) -> CallContext:
+    context = CallContext(tool_name="test")
+    threading.Timer(delay, context.cancelled.set).start()
+    return context
+
+
+@pytest.mark.anyio
+async def test_grep_of_an_endless_sparse_file_stops_when_cancelled(tools: BuiltinTools, root: Path) -> None:
+    with (root / "sparse.txt").open("wb") as sparse:
+        sparse.write(b"needle\n" * 2000)
+        sparse.truncate(1 << 40)  # 1 TiB, mostly one endless line of NUL bytes
+    for arguments in ({"pattern": "needle", "path": "sparse.txt"}, {"pattern": "needle"}):
+        token = bind_call_context(_cancel_after(0.3))
+        started = time.monotonic()
+        try:
+            with anyio.fail_after(20), pytest.raises(ToolError, match="cancelled"):
+                await tools.call_tool("Grep", arguments)
+        finally:
+            unbind_call_context(token)
+        assert time.monotonic() - started < 10
+
+
+@pytest.mark.anyio
+async def test_glob_stops_when_cancelled(tools: BuiltinTools, root: Path) -> None:
+    make(root, {f"d{index}/f.txt": "" for index in range(50)})
+    context = CallContext(tool_name="Glob")
+    context.cancelled.set()
+    token = bind_call_context(context)
+    try:
+        with pytest.raises(ToolError, match="cancelled"):
+            await tools.call_tool("Glob", {"pattern": "**/*.txt"})
+        with pytest.raises(ToolError, match="cancelled"):
+            await tools.call_tool("Glob", {"pattern": "{d1,d2}/*.txt"})
     finally:
         unbind_call_context(token)
