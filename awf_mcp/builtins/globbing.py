@@ -5,9 +5,14 @@ Contract
 * ``pattern`` is relative to ``cwd`` (default: the first root). An absolute
   pattern is allowed only without ``cwd``, and only where its fixed leading
   directories resolve inside a root; a ``..`` after a wildcard is refused.
-* Files (and symbolic links to files inside the roots) are matched; a pattern
-  ending in ``/`` matches directories instead. ``.git`` is skipped; symbolic
-  links to directories are not followed.
+* Regular files are matched; a pattern ending in ``/`` matches directories
+  instead. ``.git`` is skipped; symbolic links are neither followed nor listed
+  (as ``rg --files`` does). Hidden files are listed; ``.gitignore`` does not
+  apply.
+* The files are listed by ``rg --files`` when ripgrep is found
+  (:mod:`awf_mcp.builtins.ripgrep_search`), else by the descriptor-based walk
+  (:mod:`awf_mcp.builtins.walk`); the results are the same. Directories
+  (a pattern ending in ``/``) always come from the walk.
 * Results are one path a line, relative to the first root (absolute when in
   another root), sorted by modification time, newest first (ties by path),
   capped at :data:`GLOB_MAX_RESULTS` paths and at ``output_bytes`` (default
@@ -33,6 +38,8 @@ from awf_mcp.builtins.args import required_string, string_argument
 from awf_mcp.builtins.limits import GLOB_MAX_RESULTS, SEARCH_OUTPUT_BYTES
 from awf_mcp.builtins.listing import BoundedLines, OutputFull, printable
 from awf_mcp.builtins.patterns import GlobMatcher, expand_braces, has_magic
+from awf_mcp.builtins.ripgrep import ripgrep_binary
+from awf_mcp.builtins.ripgrep_search import list_files
 from awf_mcp.builtins.sandbox import Sandbox
 from awf_mcp.builtins.walk import Cancelled, walk
 from awf_mcp.ports import ToolError, ToolResult, current_call
@@ -63,6 +70,13 @@ def _split(sandbox: Sandbox, alternative: str, base: str) -> tuple[str, list[str
     if not os.path.isdir(start):
         return None
     return start, rest
+
+
+def _mtime(real: str) -> float:
+    try:
+        return os.stat(real, follow_symlinks=False).st_mtime
+    except OSError:
+        return 0.0
 
 
 def _escape_glob(path: str) -> str:
@@ -135,9 +149,14 @@ def glob_files(
         depth = (
             None if deep else max(len([s for s in rest.split("/") if s not in ("", ".")]) for rest in rests)
         )
+        binary = None if dirs_only else ripgrep_binary()
+        if binary is not None:
+            for rel, real in list_files(binary, sandbox, start, max_depth=depth, cancelled=cancelled):
+                if matcher.matches(rel):
+                    newest.add(_mtime(real), printable(sandbox.display(real)))
+            continue
         for entry in walk(sandbox, start, max_depth=depth, cancelled=cancelled):
-            is_dir = entry.kind == "dir" or (entry.target is not None and os.path.isdir(entry.target))
-            if is_dir != dirs_only or not matcher.matches(entry.rel):
+            if entry.kind != ("dir" if dirs_only else "file") or not matcher.matches(entry.rel):
                 continue
             newest.add(entry.mtime(), printable(sandbox.display(entry.real)))
     if not newest.matched:

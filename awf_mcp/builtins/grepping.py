@@ -54,6 +54,7 @@ from awf_mcp.builtins.limits import (
 )
 from awf_mcp.builtins.listing import BoundedLines, OutputFull, cut_line, printable
 from awf_mcp.builtins.patterns import GlobMatcher, expand_braces, re2_reason
+from awf_mcp.builtins.ripgrep_search import grep_tree, usable_for_tree
 from awf_mcp.builtins.sandbox import Sandbox, quote_path
 from awf_mcp.builtins.walk import Cancelled, walk
 from awf_mcp.ports import ToolError, ToolResult, current_call
@@ -247,7 +248,8 @@ def grep(
 ) -> ToolResult:
     """Run the Grep tool; its text stays within ``output_bytes``."""
     pattern = required_string(arguments, "pattern")
-    regex, prefilter = compile_pattern(pattern, bool_argument(arguments, "case_insensitive"))
+    case_insensitive = bool_argument(arguments, "case_insensitive")
+    regex, prefilter = compile_pattern(pattern, case_insensitive)
     path_arg = string_argument(arguments, "path", required=False)
     target = sandbox.base if path_arg is None else sandbox.resolve(path_arg)
     mode = string_argument(arguments, "output_mode", required=False) or "content"
@@ -271,7 +273,23 @@ def grep(
     search = _Search(regex, prefilter, mode, before, after, output, by_head_limit, call.cancelled)
     note: str | None = None
     try:
-        if os.path.isdir(target):
+        binary = usable_for_tree(sandbox, target, gitignore=gitignore) if os.path.isdir(target) else None
+        if binary is not None:
+            search.long_lines += grep_tree(
+                binary,
+                sandbox,
+                target,
+                pattern=pattern,
+                case_insensitive=case_insensitive,
+                mode=mode,
+                before=before,
+                after=after,
+                gitignore=gitignore,
+                accept=accept,
+                output=output,
+                cancelled=call.cancelled,
+            )
+        elif os.path.isdir(target):
             for entry in walk(sandbox, target, gitignore=gitignore, cancelled=call.cancelled):
                 if entry.kind != "file" or not accept(entry.rel, entry.name):
                     continue
@@ -297,7 +315,7 @@ def _result(search: _Search, note: str | None, output_bytes: int) -> ToolResult:
     output = search.output
     lines = output.lines
     if not lines:
-        lines.append(f"No matches found (searched {search.files:,} files).")
+        lines.append("No matches found.")
     if output.stopped_by == "bytes":
         lines.append(
             f"[output stopped at the {output_bytes // 1024:,} KiB output limit; narrow the pattern, "

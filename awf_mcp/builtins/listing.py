@@ -78,11 +78,14 @@ class BoundedLines:
         self.lines.append(line)
 
 
-def cut_line(raw: bytes, max_bytes: int) -> str:
-    """``raw`` decoded (invalid UTF-8 replaced), cut to about ``max_bytes`` with a marker saying so."""
-    if len(raw) <= max_bytes:
+def cut_line(raw: bytes, max_bytes: int, dropped: int = 0) -> str:
+    """``raw`` decoded (invalid UTF-8 replaced), cut to about ``max_bytes`` with a marker saying so.
+
+    ``dropped`` counts bytes of the line already cut off before ``raw`` got here.
+    """
+    if len(raw) <= max_bytes and not dropped:
         return raw.decode("utf-8", "replace")
     text = raw[:max_bytes].decode("utf-8", "replace")
     if text.endswith("\ufffd"):  # most likely a character the cut split in two
         text = text[:-1]
-    return f"{text} [... line cut: {len(raw) - max_bytes:,} more bytes]"
+    return f"{text} [... line cut: {len(raw) + dropped - max_bytes:,} more bytes]"

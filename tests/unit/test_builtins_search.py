@@ -6,6 +6,7 @@ import os
 import threading
 import time
 import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,33 @@ from awf_mcp.builtins.limits import (
 )
 from awf_mcp.builtins.listing import printable
 from awf_mcp.builtins.patterns import expand_braces
+from awf_mcp.builtins.ripgrep import ENGINE_VARIABLE, ripgrep_binary
 from awf_mcp.ports import CallContext, ToolError, ToolResult, bind_call_context, unbind_call_context
+
+ENGINES = ("ripgrep", "python")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every test here runs on both engines unless it parametrizes ``engine`` itself."""
+    own = any(
+        mark.args and mark.args[0] == "engine" for mark in metafunc.definition.iter_markers("parametrize")
+    )
+    if "engine" in metafunc.fixturenames and not own:
+        metafunc.parametrize("engine", ENGINES)
+
+
+@pytest.fixture(autouse=True)
+def search_engine(engine: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Grep and Glob on ``engine``; ripgrep must be found (it is a dependency), never skipped."""
+    monkeypatch.setenv(ENGINE_VARIABLE, "python" if engine == "python" else "auto")
+    ripgrep_binary.cache_clear()
+    assert (ripgrep_binary() is None) == (engine == "python"), "the ripgrep dependency is not installed"
+    yield engine
+    ripgrep_binary.cache_clear()
+
+
+PYTHON_ONLY = pytest.mark.parametrize("engine", ["python"])
+"""For behaviour of the pure-Python engine alone (progress by files searched, the whole-file read)."""
 
 
 def make(root: Path, files: dict[str, str | bytes]) -> None:
@@ -106,13 +133,14 @@ async def test_glob_skips_git_and_refuses_bad_patterns(tools: BuiltinTools, root
 
 
 @pytest.mark.anyio
-async def test_glob_lists_links_inside_and_shows_other_roots_absolute(tmp_path: Path) -> None:
+async def test_glob_lists_no_links_and_shows_other_roots_absolute(tmp_path: Path) -> None:
     first, second = tmp_path / "first", tmp_path / "second"
-    make(first, {"real.txt": ""})
+    make(first, {"real.txt": "", "dir/in.txt": ""})
     make(second, {"other.txt": ""})
     (first / "alias.txt").symlink_to("real.txt")
+    (first / "linked").symlink_to("dir")
     tools = BuiltinTools(Sandbox([str(first), str(second)]))
-    assert sorted(await lines_of(tools, "Glob", pattern="*.txt")) == ["alias.txt", "real.txt"]
+    assert sorted(await lines_of(tools, "Glob", pattern="**/*.txt")) == ["dir/in.txt", "real.txt"]
     assert await lines_of(tools, "Glob", pattern="*.txt", cwd=str(second)) == [str(second / "other.txt")]
 
 
@@ -255,6 +283,7 @@ async def test_grep_prefilter_keeps_anchored_patterns(tools: BuiltinTools, root:
     assert await lines_of(tools, "Grep", pattern="(?i)^SECOND$") == ["f.txt:2:second"]
 
 
+@PYTHON_ONLY
 @pytest.mark.anyio
 async def test_grep_reports_progress_and_stops_when_cancelled(tools: BuiltinTools, root: Path) -> None:
     make(root, {f"d/f{index:04d}.txt": "x\n" for index in range(250)})
@@ -453,6 +482,7 @@ async def test_glob_errors_are_sentences_not_bytes(tools: BuiltinTools) -> None:
         await tools.call_tool("Grep", {"pattern": "x", "glob": "\ud800*"})
 
 
+@PYTHON_ONLY
 @pytest.mark.anyio
 async def test_grep_reads_a_file_that_grew_after_fstat_within_the_cap(
     tools: BuiltinTools, root: Path, monkeypatch: pytest.MonkeyPatch
@@ -491,11 +521,16 @@ def _cancel_after(delay: float) -> CallContext:
 
 
 @pytest.mark.anyio
-async def test_grep_of_an_endless_sparse_file_stops_when_cancelled(tools: BuiltinTools, root: Path) -> None:
+async def test_grep_of_an_endless_sparse_file_stops_when_cancelled(
+    tools: BuiltinTools, root: Path, engine: str
+) -> None:
     with (root / "sparse.txt").open("wb") as sparse:
         sparse.write(b"needle\n" * 2000)
         sparse.truncate(1 << 40)  # 1 TiB, mostly one endless line of NUL bytes
-    for arguments in ({"pattern": "needle", "path": "sparse.txt"}, {"pattern": "needle"}):
+    calls = [{"pattern": "needle", "path": "sparse.txt"}]  # one file: always the pure-Python engine
+    if engine == "python":  # ripgrep sees the NUL bytes in its first buffer and skips the file as binary
+        calls.append({"pattern": "needle"})
+    for arguments in calls:
         token = bind_call_context(_cancel_after(0.3))
         started = time.monotonic()
         try:
@@ -519,3 +554,26 @@ async def test_glob_stops_when_cancelled(tools: BuiltinTools, root: Path) -> Non
             await tools.call_tool("Glob", {"pattern": "{d1,d2}/*.txt"})
     finally:
         unbind_call_context(token)
+
+
+def make_heavy_tree(root: Path) -> None:
+    """About 3 GiB to search through hard links to one 48 MiB text file: seconds for either engine."""
+    line = b"".join(b"word%05d " % index for index in range(100)) + b"\n"
+    (root / "heavy").mkdir()
+    (root / "heavy" / "big.txt").write_bytes(line * (48 * 1024 * 1024 // len(line)))
+    for index in range(64):
+        os.link(root / "heavy" / "big.txt", root / "heavy" / f"link{index:02d}.txt")
+
+
+@pytest.mark.anyio
+async def test_a_long_grep_stops_at_once_when_cancelled(tools: BuiltinTools, root: Path) -> None:
+    make_heavy_tree(root)
+    for mode in ("content", "files_with_matches", "count"):
+        token = bind_call_context(_cancel_after(0.5))
+        started = time.monotonic()
+        try:
+            with anyio.fail_after(30), pytest.raises(ToolError, match="cancelled"):
+                await tools.call_tool("Grep", {"pattern": "[a-z]+9{3}x", "output_mode": mode})
+        finally:
+            unbind_call_context(token)
+        assert time.monotonic() - started < 3.0
