@@ -273,8 +273,9 @@ def grep(
     search = _Search(regex, prefilter, mode, before, after, output, by_head_limit, call.cancelled)
     note: str | None = None
     try:
-        binary = usable_for_tree(sandbox, target, gitignore=gitignore) if os.path.isdir(target) else None
-        if binary is not None:
+        engine = usable_for_tree(sandbox, target, gitignore=gitignore) if os.path.isdir(target) else None
+        if engine is not None:
+            binary, ancestor_ignores = engine
             search.long_lines += grep_tree(
                 binary,
                 sandbox,
@@ -285,6 +286,7 @@ def grep(
                 before=before,
                 after=after,
                 gitignore=gitignore,
+                ancestor_ignores=ancestor_ignores,
                 accept=accept,
                 output=output,
                 cancelled=call.cancelled,

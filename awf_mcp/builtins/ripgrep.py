@@ -196,20 +196,26 @@ def rust_regex(pattern: str) -> str:
 class RipgrepRun:
     """One ``rg`` process; iterate :meth:`records`, then read ``returncode``/``errors``."""
 
-    def __init__(self, binary: str, arguments: Sequence[str], cancelled: threading.Event) -> None:
+    def __init__(
+        self, binary: str, arguments: Sequence[str], cancelled: threading.Event, *, cwd: int
+    ) -> None:
+        """Start ``rg`` in the directory open as descriptor ``cwd`` (taken over and closed here)."""
         env = child_environment()
         env.pop("RIPGREP_CONFIG_PATH", None)
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115  (closed in close())
         self._cancelled = cancelled
-        self.process = subprocess.Popen(
-            [binary, *arguments],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            env=env,
-            cwd="/",
-            close_fds=True,
-        )
+        try:
+            self._stderr = tempfile.TemporaryFile()  # noqa: SIM115  (closed in close())
+            self.process = subprocess.Popen(
+                [binary, *arguments],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                env=env,
+                cwd=f"/proc/self/fd/{cwd}",
+                pass_fds=(cwd,),
+            )
+        finally:
+            os.close(cwd)
         self.returncode: int | None = None
 
     def __enter__(self) -> RipgrepRun:

@@ -24,37 +24,103 @@ Contract
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from awf_mcp.builtins.limits import GREP_MAX_LINE_BYTES, GREP_SHOWN_LINE_BYTES
 from awf_mcp.builtins.listing import BoundedLines, cut_line, printable
 from awf_mcp.builtins.ripgrep import WALK_OPTIONS, RipgrepRun, failed, ripgrep_binary, rust_regex
 from awf_mcp.builtins.sandbox import Sandbox
+from awf_mcp.builtins.walk import gitignore_lines
+from awf_mcp.ports import ToolError
 
 _LINE_HEAD = re.compile(rb"(\d+)([:-])")
 
 
-def usable_for_tree(sandbox: Sandbox, target: str, *, gitignore: bool) -> str | None:
-    """The ``rg`` binary when ripgrep can search below ``target`` (see the contract), else ``None``."""
-    binary = ripgrep_binary()
-    if binary is None or not gitignore:
-        return binary
+_MAGIC = frozenset("*?[\\")
+
+
+def _rebase_rule(line: str, below: list[str]) -> str | None:
+    """Gitignore ``line`` of an ancestor, rewritten for the directory ``below`` it ("" to drop it).
+
+    ``None`` when the rule cannot be rewritten exactly (a wildcard in the part
+    of an anchored rule that names ``below``'s path, or a rule that ignores
+    ``below`` or one of its parents).
+    """
+    stripped = line.rstrip("\r")
+    if not stripped.strip() or stripped.startswith("#"):
+        return ""
+    negated = stripped.startswith("!")
+    body = stripped[1:] if negated else stripped
+    core = body.rstrip("/")
+    if "/" not in core or core.lstrip("/").startswith("**/"):
+        return stripped  # matches at any depth: the same rule below
+    parts = core.lstrip("/").split("/")
+    prefix = parts[: len(below)]
+    if any(_MAGIC.intersection(part) for part in prefix):
+        return None
+    if len(parts) <= len(below):
+        return None if parts == below[: len(parts)] else ""
+    if prefix != below:
+        return ""
+    rebased = "/" + "/".join(parts[len(below) :]) + ("/" if body.endswith("/") else "")
+    return ("!" if negated else "") + rebased
+
+
+def ancestor_rules(sandbox: Sandbox, target: str) -> list[str] | None:
+    """The ``.gitignore`` rules of ``target``'s ancestors up to its root, rebased onto ``target``.
+
+    Shallower files come first, so a deeper rule (later) overrides a shallower
+    one as in git. ``None`` when a rule cannot be rebased exactly.
+    """
     root = sandbox.root_of(target)
-    directory = os.path.dirname(target)
-    while directory.startswith(root) and len(directory) >= len(root) and target != root:
-        if os.path.lexists(os.path.join(directory, ".gitignore")):
+    if target == root:
+        return []
+    names = target[len(root.rstrip("/")) + 1 :].split("/")
+    rules: list[str] = []
+    for depth in range(len(names)):
+        directory = os.path.join(root, *names[:depth])
+        try:
+            fd = sandbox.open_dir(directory)
+        except ToolError:
             return None
-        if directory == root:
-            break
-        directory = os.path.dirname(directory)
-    return binary
+        try:
+            lines = gitignore_lines(fd)
+        finally:
+            os.close(fd)
+        for line in lines or ():
+            rebased = _rebase_rule(line, names[depth:])
+            if rebased is None:
+                return None
+            if rebased:
+                rules.append(rebased)
+    return rules
+
+
+def usable_for_tree(sandbox: Sandbox, target: str, *, gitignore: bool) -> tuple[str, list[str]] | None:
+    """``rg`` and the ancestors' rules when ripgrep can search below ``target``, else ``None``.
+
+    ``rg`` never reads ignore files above the searched directory (they may lie
+    outside the roots): the ``.gitignore`` files between the root and
+    ``target`` are read here, through the sandbox, and handed to ``rg``
+    rebased. When one cannot be rebased exactly, the pure-Python engine runs.
+    """
+    binary = ripgrep_binary()
+    if binary is None:
+        return None
+    if not gitignore:
+        return binary, []
+    rules = ancestor_rules(sandbox, target)
+    return None if rules is None else (binary, rules)
 
 
 class _PathCheck:
-    """Validates (and renders) the paths ``rg`` prints, caching the verdict per directory."""
+    """Validates (and renders) the paths ``rg`` prints (``./rel``), caching the verdict per directory."""
 
     def __init__(self, sandbox: Sandbox, start: str) -> None:
         self._sandbox = sandbox
@@ -62,9 +128,10 @@ class _PathCheck:
         self._directories: dict[str, bool] = {}
 
     def real(self, raw: bytes) -> str | None:
-        real = os.fsdecode(raw)
-        if not real.startswith(self._prefix) or "/../" in real or "/./" in real:
+        relative = os.fsdecode(raw)
+        if not relative.startswith("./") or "/../" in relative or "/./" in relative[1:]:
             return None
+        real = self._prefix + relative[2:]
         directory = os.path.dirname(real)
         verdict = self._directories.get(directory)
         if verdict is None:
@@ -74,6 +141,19 @@ class _PathCheck:
 
     def relative(self, real: str) -> str:
         return real[len(self._prefix) :]
+
+
+def _open_start(sandbox: Sandbox, start: str) -> int:
+    """A descriptor of ``start`` opened through the sandbox: ``rg`` starts in that very directory."""
+    return sandbox.open_dir(start)
+
+
+def _rules_file(rules: Sequence[str]) -> Any:
+    """A temporary ignore file holding ``rules`` (closed, and so removed, by the caller)."""
+    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".gitignore")  # noqa: SIM115
+    handle.write("\n".join(rules) + "\n")
+    handle.flush()
+    return handle
 
 
 def grep_tree(
@@ -87,6 +167,7 @@ def grep_tree(
     before: int,
     after: int,
     gitignore: bool,
+    ancestor_ignores: Sequence[str],
     accept: Callable[[str, str], bool],
     output: BoundedLines,
     cancelled: threading.Event,
@@ -106,7 +187,10 @@ def grep_tree(
         arguments.append("--count")
     else:
         arguments += ["--line-number", f"--before-context={before}", f"--after-context={after}"]
-    arguments += ["--regexp", rust_regex(pattern), "--", target]
+    ignore_file = _rules_file(ancestor_ignores) if gitignore and ancestor_ignores else None
+    if ignore_file is not None:
+        arguments.append(f"--ignore-file={ignore_file.name}")
+    arguments += ["--regexp", rust_regex(pattern), "--", "."]
     check = _PathCheck(sandbox, target)
     shown_of: dict[str, str | None] = {}
 
@@ -122,7 +206,10 @@ def grep_tree(
         return shown_of[real]
 
     long_lines = 0
-    with RipgrepRun(binary, arguments, cancelled) as run:
+    with contextlib.ExitStack() as stack:
+        if ignore_file is not None:
+            stack.enter_context(ignore_file)
+        run = stack.enter_context(RipgrepRun(binary, arguments, cancelled, cwd=_open_start(sandbox, target)))
         if mode == "files_with_matches":
             for record, _dropped in run.records(b"\0"):
                 name = shown(record)
@@ -187,9 +274,9 @@ def list_files(
     arguments = [*WALK_OPTIONS, "--files", "--null", "--no-ignore"]
     if max_depth is not None:
         arguments.append(f"--max-depth={max_depth}")
-    arguments += ["--", start]
+    arguments += ["--", "."]
     check = _PathCheck(sandbox, start)
-    with RipgrepRun(binary, arguments, cancelled) as run:
+    with RipgrepRun(binary, arguments, cancelled, cwd=_open_start(sandbox, start)) as run:
         for record, dropped in run.records(b"\0"):
             real = None if dropped else check.real(record)
             if real is not None:
