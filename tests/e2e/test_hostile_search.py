@@ -10,12 +10,15 @@ What each test proves:
 * a cancelled Glob and a cancelled or timed-out Grep of an endless sparse file
   stop burning CPU at once: the server's CPU time (``/proc``) stays flat after
   the cancellation while it had been climbing before it;
+* a cancelled search on ripgrep kills ``rg`` at once, and ``rg`` never reads a
+  config file planted through ``RIPGREP_CONFIG_PATH``;
 * the 3.8 KB brace pattern that used to cost minutes of expansion is refused
   in well under a second, for Glob and for Grep's ``glob``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -26,7 +29,7 @@ import anyio
 import pytest
 
 from awf_mcp.builtins.limits import SEARCH_OUTPUT_BYTES
-from tests.helpers.harness import RawServer, children_of, mcp_session, text_of
+from tests.helpers.harness import RawServer, children_of, mcp_session, text_of, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -136,7 +139,8 @@ def test_a_cancelled_glob_stops_its_walk(root: Path) -> None:
     (deep / "target.txt").touch()
     for index in range(30_000):
         os.symlink("target.txt", deep / f"l{index}")
-    with RawServer("--root", str(root), cwd=root, env=NO_PLUGINS) as server:
+    python_engine = {**NO_PLUGINS, "AWF_MCP_SEARCH_ENGINE": "python"}  # rg lists links without resolving them
+    with RawServer("--root", str(root), cwd=root, env=python_engine) as server:
         server.initialize()
         request_id = start_call(server, "Glob", {"pattern": "**/*.x"})
         assert_stops_burning_cpu(server, lambda: cancel(server, request_id))
@@ -158,7 +162,7 @@ def test_a_timed_out_grep_of_an_endless_sparse_file_stops_reading(root: Path) ->
         sparse.truncate(1 << 40)
     with RawServer("--root", str(root), "--call-timeout", "1.5", cwd=root, env=NO_PLUGINS) as server:
         server.initialize()
-        request_id = start_call(server, "Grep", {"pattern": "needle"})
+        request_id = start_call(server, "Grep", {"pattern": "needle", "path": "sparse.txt"})
 
         def wait_for_timeout() -> None:
             reply = server.receive(timeout=10)
@@ -188,3 +192,39 @@ async def test_the_hostile_brace_pattern_is_refused_at_once(root: Path) -> None:
             "(write the lower character first, e.g. a-z)"
         )
         assert text_of(await session.call_tool("Glob", {"pattern": "*.txt"})) == "x.txt"
+
+
+def rg_children(pid: int) -> list[int]:
+    found = []
+    for child in children_of(pid):
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{child}/comm").read_text().strip() == "rg":
+                found.append(child)
+    return found
+
+
+def test_a_cancelled_ripgrep_search_kills_rg_at_once(root: Path) -> None:
+    line = b"".join(b"word%05d " % index for index in range(100)) + b"\n"
+    (root / "big.txt").write_bytes(line * (48 * 1024 * 1024 // len(line)))
+    for index in range(64):
+        os.link(root / "big.txt", root / f"link{index:02d}.txt")
+    with RawServer("--root", str(root), cwd=root, env=NO_PLUGINS) as server:
+        server.initialize()
+        request_id = start_call(
+            server, "Grep", {"pattern": r"\w{3}\d{3}\s\w{7}\d\W{2}", "output_mode": "count"}
+        )
+        assert wait_until(lambda: bool(rg_children(server.pid)), timeout=10), "rg never started"
+        assert_stops_burning_cpu(server, lambda: cancel(server, request_id))
+        assert rg_children(server.pid) == []
+
+
+@pytest.mark.anyio
+async def test_rg_reads_no_config_file_the_agent_planted(root: Path) -> None:
+    (root / "rgconfig").write_text("--ignore-case\n--no-ignore\n")
+    (root / ".gitignore").write_text("ignored.txt\n")
+    (root / "ignored.txt").write_text("todo ignored\n")
+    (root / "a.txt").write_text("todo lower\nTODO upper\n")
+    env = {**NO_PLUGINS, "RIPGREP_CONFIG_PATH": str(root / "rgconfig")}
+    async with mcp_session("--root", str(root), cwd=root, env=env) as session:
+        found = await session.call_tool("Grep", {"pattern": "TODO"})
+        assert text_of(found) == "a.txt:2:TODO upper"
