@@ -39,7 +39,7 @@ from awf_mcp.builtins.limits import GLOB_MAX_RESULTS, SEARCH_OUTPUT_BYTES
 from awf_mcp.builtins.listing import BoundedLines, OutputFull, printable
 from awf_mcp.builtins.patterns import GlobMatcher, expand_braces, has_magic
 from awf_mcp.builtins.ripgrep import ripgrep_binary
-from awf_mcp.builtins.ripgrep_search import list_files
+from awf_mcp.builtins.ripgrep_search import newest_files
 from awf_mcp.builtins.sandbox import Sandbox
 from awf_mcp.builtins.walk import Cancelled, walk
 from awf_mcp.ports import ToolError, ToolResult, current_call
@@ -151,9 +151,13 @@ def glob_files(
         )
         binary = None if dirs_only else ripgrep_binary()
         if binary is not None:
-            for rel, real in list_files(binary, sandbox, start, max_depth=depth, cancelled=cancelled):
+            chosen, total = newest_files(
+                binary, sandbox, start, rests, keep=GLOB_MAX_RESULTS, max_depth=depth, cancelled=cancelled
+            )
+            for rel, real in chosen:
                 if matcher.matches(rel):
                     newest.add(_mtime(real), printable(sandbox.display(real)))
+            newest.matched += max(total - len(chosen), 0)
             continue
         for entry in walk(sandbox, start, max_depth=depth, cancelled=cancelled):
             if entry.kind != ("dir" if dirs_only else "file") or not matcher.matches(entry.rel):

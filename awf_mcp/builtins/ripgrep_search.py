@@ -14,9 +14,10 @@ Contract
   non-adjacent groups of one file). Files come in the same order (depth first,
   names sorted: ``rg --sort path``). When the output is full (``OutputFull``)
   or the call is cancelled, ``rg`` is killed at once.
-* :func:`list_files` yields the regular files below a resolved directory
-  (hidden ones included, ``.git`` skipped, symbolic links neither followed nor
-  listed, ignore files not applied).
+* :func:`newest_files` lists the regular files below a resolved directory
+  that match a set of globs (hidden ones included, ``.git`` skipped, symbolic
+  links neither followed nor listed, ignore files not applied), newest first,
+  handing over only the newest and counting the rest.
 * Every path ``rg`` returns is checked before it is used: it must lie below the
   searched directory, inside the roots, with no symbolic link among its
   directories. ``rg`` walks by path, not by descriptor; see docs/security.md.
@@ -29,7 +30,7 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from awf_mcp.builtins.limits import GREP_MAX_LINE_BYTES, GREP_SHOWN_LINE_BYTES
@@ -267,21 +268,59 @@ def _content_or_count(
     return long_lines
 
 
-def list_files(
-    binary: str, sandbox: Sandbox, start: str, *, max_depth: int | None, cancelled: threading.Event
-) -> Iterator[tuple[str, str]]:
-    """``(relative, real)`` for each regular file below resolved directory ``start`` (see the contract)."""
-    arguments = [*WALK_OPTIONS, "--files", "--null", "--no-ignore"]
+def newest_files(
+    binary: str,
+    sandbox: Sandbox,
+    start: str,
+    globs: Sequence[str],
+    *,
+    keep: int,
+    max_depth: int | None,
+    cancelled: threading.Event,
+) -> tuple[list[tuple[str, str]], int]:
+    """The newest files below ``start`` matching ``globs``, and how many match in all.
+
+    ``globs`` are relative to ``start`` and anchored there. ``rg`` lists the
+    matching files newest first (``--sortr=modified``); the first ``keep`` of
+    them, plus every later one as new as the last of those (ties are broken by
+    path by the caller), come back as ``(relative, real)``; the rest are only
+    counted, so the cost in Python does not grow with the number of matches.
+    """
+    arguments = [*WALK_OPTIONS, "--files", "--null", "--no-ignore", "--sortr=modified"]
+    arguments += [f"--glob=/{glob}" for glob in globs]
+    arguments.append("--glob=!.git")  # again after them: of the globs matching a path, the last decides
     if max_depth is not None:
         arguments.append(f"--max-depth={max_depth}")
     arguments += ["--", "."]
     check = _PathCheck(sandbox, start)
+    chosen: list[tuple[str, str]] = []
+    total = 0
+    boundary: int | None = None
+    ties_open = True
     with RipgrepRun(binary, arguments, cancelled, cwd=_open_start(sandbox, start)) as run:
         for record, dropped in run.records(b"\0"):
+            total += 1
+            if not ties_open:
+                continue
             real = None if dropped else check.real(record)
-            if real is not None:
-                yield check.relative(real), real
-        if run.returncode == 2:
-            errors = run.errors()
-            if errors:
-                raise failed(run)
+            if real is None:
+                total -= 1
+                continue
+            if len(chosen) < keep:
+                chosen.append((check.relative(real), real))
+                if len(chosen) == keep:
+                    boundary = _mtime_ns(real)
+            elif _mtime_ns(real) == boundary:
+                chosen.append((check.relative(real), real))
+            else:
+                ties_open = False
+        if run.returncode == 2 and run.errors():
+            raise failed(run)
+    return chosen, total
+
+
+def _mtime_ns(real: str) -> int:
+    try:
+        return os.stat(real, follow_symlinks=False).st_mtime_ns
+    except OSError:
+        return 0

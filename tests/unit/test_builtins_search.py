@@ -577,3 +577,16 @@ async def test_a_long_grep_stops_at_once_when_cancelled(tools: BuiltinTools, roo
         finally:
             unbind_call_context(token)
         assert time.monotonic() - started < 3.0
+
+
+@pytest.mark.anyio
+async def test_glob_breaks_mtime_ties_by_path_past_the_cap(tools: BuiltinTools, root: Path) -> None:
+    (root / "same").mkdir()
+    names = [f"f{index:05d}" for index in range(GLOB_MAX_RESULTS + 500)]
+    for name in reversed(names):
+        (root / "same" / name).touch()
+        os.utime(root / "same" / name, (1_700_000_000, 1_700_000_000))
+    (root / "same" / "newest").touch()
+    lines = await lines_of(tools, "Glob", pattern="same/*")
+    assert lines[:-1] == ["same/newest", *[f"same/{name}" for name in names[: GLOB_MAX_RESULTS - 1]]]
+    assert lines[-1] == f"[showing the 1,000 newest of {len(names) + 1:,} matches; narrow pattern or cwd]"
