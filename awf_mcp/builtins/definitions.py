@@ -169,7 +169,8 @@ GLOB = ToolDefinition(
         "'/' matches directories instead of files; backslashes are refused (write `[*]` for a literal "
         "`*`). The pattern is relative to `cwd` (default: the workspace root); an absolute pattern is "
         "allowed only without `cwd` and inside the workspace. "
-        ".git is skipped and symbolic links to directories are not followed. Returns matching paths "
+        "Hidden files are included, .git is skipped, .gitignore does not apply, and symbolic links are "
+        "neither followed nor listed. Returns matching paths "
         f"relative to the workspace root, one a line, newest first, at most {GLOB_MAX_RESULTS:,} "
         f"and {SEARCH_OUTPUT_BYTES // MIB} MiB (a note says how many matched). " + _ESCAPED_NAMES
     ),
@@ -191,8 +192,10 @@ GREP = ToolDefinition(
     description=(
         "Search file contents with a regular expression (RE2 syntax: like Perl/Python but without "
         "lookaround or backreferences; always linear time). Searches `path` (a file or a directory, "
-        "default: the workspace root) recursively, skipping .git, binary files and files ignored by "
-        ".gitignore (set include_ignored=true to search those too). `output_mode`: 'content' "
+        "default: the workspace root) recursively, hidden files included, skipping .git, symbolic links, "
+        "binary files (a NUL byte near the start) and files ignored by .gitignore (set include_ignored=true "
+        "to search those too; .ignore, .rgignore and global git excludes are not used). `output_mode`: "
+        "'content' "
         "(default) prints 'path:line:text' per matching line, with 'path-line-text' context lines and "
         "'--' between groups; 'files_with_matches' prints matching file paths; 'count' prints "
         f"'path:N'. Paths are relative to the workspace root. Lines over {GREP_MAX_LINE_BYTES // MIB} "

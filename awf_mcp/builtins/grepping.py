@@ -5,9 +5,17 @@ Contract
 * ``pattern`` is RE2 syntax (no lookaround, no backreferences), matched line by
   line in linear time, so no pattern can make a search hang.
 * ``path`` is a file or a directory (default: the first root). In a directory,
-  ``.git`` and binary files (a NUL byte in the first 8 KiB) are skipped,
-  symbolic links are not followed, and ``.gitignore`` files apply unless
-  ``include_ignored`` is set. ``glob`` filters file names (a pattern without
+  hidden files are searched, ``.git`` and binary files (a NUL byte in the first
+  8 KiB) are skipped, symbolic links are not followed, and ``.gitignore`` files
+  (of the directory, of the ones below it, and of its parents up to its root)
+  apply unless ``include_ignored`` is set; ``.ignore``, ``.rgignore``,
+  ``.git/info/exclude`` and global excludes never do.
+* A directory is searched by ``rg`` when ripgrep is found (see
+  :mod:`awf_mcp.builtins.ripgrep_search`), else by the pure-Python engine
+  below; a single file always by the latter. The results are the same, with
+  two deliberate differences: ``rg`` also treats a file as binary when a NUL
+  byte appears later (it stops there), and the note about lines over
+  :data:`GREP_MAX_LINE_BYTES` counts only the matching ones. ``glob`` filters file names (a pattern without
   ``/`` matches the base name, one with ``/`` the path below ``path``; a leading
   ``!`` excludes instead).
 * ``output_mode``: ``content`` (default) prints ``path:line:text`` for matches
@@ -21,8 +29,9 @@ Contract
   :data:`GREP_MAX_LINES` lines, and in every mode once ``output_bytes``
   (default :data:`SEARCH_OUTPUT_BYTES`) are spent, with a note saying which
   limit was hit. The bounds hold while the output is built, not only at the end.
-* A file is read whole only up to 8 MiB (a file that grows past that after the
-  size check is searched line by line instead), never without bound. The search
+* A file is read whole only up to 8 MiB and only up to the size ``fstat``
+  gave (a file that grows after the check is searched line by line instead),
+  never without bound. The search
   checks the call's ``cancelled`` flag between files and while reading a file,
   so a cancelled or timed-out call stops, even on an endless file.
 * File names that are not valid UTF-8, or hold control characters, are shown
@@ -207,13 +216,13 @@ def _search_fd(fd: int, shown: str, search: _Search, *, explicit: bool) -> str |
             )
         search.files += 1
         if info.st_size <= _WHOLE_FILE_BYTES:
-            data = stream.read(_WHOLE_FILE_BYTES + 1)
-            if len(data) <= _WHOLE_FILE_BYTES:
+            data = stream.read(info.st_size + 1)  # one byte more than fstat said: did it grow?
+            if len(data) <= info.st_size:
                 if search.prefilter is not None and search.prefilter.search(data) is None:
                     return None
                 _search_stream(io.BytesIO(data), shown, search)
                 return None
-            del data  # the file grew past the cap since fstat: search it line by line instead
+            del data  # the file grew since fstat: search it line by line instead
             stream.seek(0)
         _search_stream(stream, shown, search)
     return None
