@@ -12,8 +12,9 @@ Contract
   pure-Python engine formats them (paths relative to the first root, escaped
   by :func:`~awf_mcp.builtins.listing.printable`; ``--`` only between
   non-adjacent groups of one file). Files come in the same order (depth first,
-  names sorted: ``rg --sort path``). When the output is full (``OutputFull``)
-  or the call is cancelled, ``rg`` is killed at once.
+  names sorted: what ``rg --sort=path`` gives, or a parallel run's output put
+  in that order, see :func:`grep_tree`). When the output is full
+  (``OutputFull``) or the call is cancelled, ``rg`` is killed at once.
 * :func:`newest_files` lists the regular files below a resolved directory
   that match a set of globs (hidden ones included, ``.git`` skipped, symbolic
   links neither followed nor listed, ignore files not applied), newest first,
@@ -30,7 +31,7 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from awf_mcp.builtins.limits import GREP_MAX_LINE_BYTES, GREP_SHOWN_LINE_BYTES
@@ -157,6 +158,13 @@ def _rules_file(rules: Sequence[str]) -> Any:
     return handle
 
 
+PARALLEL_COLLECT_BYTES = 4 * 1024 * 1024
+"""Output of a parallel ``rg`` run kept for sorting; past it, the search is redone in path order."""
+
+_Item = tuple[bytes, bytes, int]
+"""One output record of ``rg``: the path, the rest (after the NUL), and the bytes cut off."""
+
+
 def grep_tree(
     binary: str,
     sandbox: Sandbox,
@@ -175,10 +183,14 @@ def grep_tree(
 ) -> int:
     """Search directory ``target`` with ``rg``, adding Grep's lines to ``output`` (see the contract).
 
+    ``rg`` first runs on all its threads, and its output is kept (up to
+    :data:`PARALLEL_COLLECT_BYTES`) and put in path order here. When there is
+    more, it is killed and the search is redone with ``--sort=path``, one
+    thread, read as it comes and stopped as soon as ``output`` is full.
     Returns how many matching lines were left out for being longer than
     :data:`GREP_MAX_LINE_BYTES` (the pure-Python engine does not search those).
     """
-    arguments = [*WALK_OPTIONS, "--sort=path", "--null", "--no-heading", "--with-filename", "--color=never"]
+    arguments = [*WALK_OPTIONS, "--null", "--no-heading", "--with-filename", "--color=never"]
     arguments += ["--encoding=none", "--ignore-case" if case_insensitive else "--case-sensitive"]
     if not gitignore:
         arguments.append("--no-ignore-vcs")
@@ -188,62 +200,87 @@ def grep_tree(
         arguments.append("--count")
     else:
         arguments += ["--line-number", f"--before-context={before}", f"--after-context={after}"]
-    ignore_file = _rules_file(ancestor_ignores) if gitignore and ancestor_ignores else None
-    if ignore_file is not None:
-        arguments.append(f"--ignore-file={ignore_file.name}")
-    arguments += ["--regexp", rust_regex(pattern), "--", "."]
     check = _PathCheck(sandbox, target)
-    shown_of: dict[str, str | None] = {}
+    shown_of: dict[bytes, str | None] = {}
 
     def shown(raw: bytes) -> str | None:
-        real = check.real(raw)
-        if real is None:
-            return None
-        if real not in shown_of:
-            rel = check.relative(real)
-            keep = accept(rel, os.path.basename(real))
+        if raw not in shown_of:
+            real = check.real(raw)
+            keep = real is not None and accept(check.relative(real), os.path.basename(real))
             shown_of.clear()  # one file at a time: keep the cache small
-            shown_of[real] = printable(sandbox.display(real)) if keep else None
-        return shown_of[real]
+            shown_of[raw] = printable(sandbox.display(real)) if keep and real is not None else None
+        return shown_of[raw]
 
-    long_lines = 0
+    separator = b"\0" if mode == "files_with_matches" else b"\n"
     with contextlib.ExitStack() as stack:
-        if ignore_file is not None:
-            stack.enter_context(ignore_file)
-        run = stack.enter_context(RipgrepRun(binary, arguments, cancelled, cwd=_open_start(sandbox, target)))
-        if mode == "files_with_matches":
-            for record, _dropped in run.records(b"\0"):
-                name = shown(record)
-                if name is not None:
-                    output.add(name)
-        else:
-            long_lines = _content_or_count(run, mode, before or after, shown, output)
-        if run.returncode == 2 and not output.lines:
-            raise failed(run)
-    return long_lines
+        if gitignore and ancestor_ignores:
+            arguments.append(f"--ignore-file={stack.enter_context(_rules_file(ancestor_ignores)).name}")
+        arguments += ["--regexp", rust_regex(pattern), "--", "."]
+
+        def start(*extra: str) -> RipgrepRun:
+            return RipgrepRun(binary, [*extra, *arguments], cancelled, cwd=_open_start(sandbox, target))
+
+        with start() as run:
+            collected = _collect(_items(run.records(separator), mode), PARALLEL_COLLECT_BYTES)
+            if collected is not None and run.returncode == 2 and not collected and run.errors():
+                raise failed(run)
+        if collected is not None:
+            return _emit(collected, mode, before or after, shown, output)
+        with start("--sort=path") as run:
+            long_lines = _emit(_items(run.records(separator), mode), mode, before or after, shown, output)
+            if run.returncode == 2 and not output.lines and run.errors():
+                raise failed(run)
+        return long_lines
 
 
-def _content_or_count(
-    run: RipgrepRun,
-    mode: str,
-    grouped: int,
-    shown: Callable[[bytes], str | None],
-    output: BoundedLines,
-) -> int:
-    long_lines = 0
-    carry: bytes | None = None  # a path holding a newline arrives in pieces
-    current: str | None = None
-    last_printed = 0
-    for record, dropped in run.records():
+def _items(records: Iterator[tuple[bytes, int]], mode: str) -> Iterator[_Item]:
+    """``rg``'s records as items; a path holding a newline, cut in pieces, is put back together."""
+    if mode == "files_with_matches":
+        for record, dropped in records:
+            if not dropped:
+                yield record, b"", 0
+        return
+    carry: bytes | None = None
+    for record, dropped in records:
         if b"\0" not in record:
             if record not in (b"--", b""):
                 carry = record if carry is None else carry + b"\n" + record
             continue
         if carry is not None:
             record, carry = carry + b"\n" + record, None
-        raw_path, _, rest = record.partition(b"\0")
-        name = shown(raw_path)
+        path, _, rest = record.partition(b"\0")
+        yield path, rest, dropped
+
+
+def _collect(items: Iterator[_Item], budget: int) -> list[_Item] | None:
+    """All ``items`` in path order (``rg --sort=path``'s), or ``None`` once they pass ``budget`` bytes."""
+    by_path: dict[bytes, list[_Item]] = {}
+    size = 0
+    for item in items:
+        size += len(item[0]) + len(item[1]) + 64
+        if size > budget:
+            return None
+        by_path.setdefault(item[0], []).append(item)
+    return [item for path in sorted(by_path, key=lambda path: path.split(b"/")) for item in by_path[path]]
+
+
+def _emit(
+    items: Iterable[_Item],
+    mode: str,
+    grouped: int,
+    shown: Callable[[bytes], str | None],
+    output: BoundedLines,
+) -> int:
+    """Add Grep's lines for ``items`` to ``output``; returns the long lines left out."""
+    long_lines = 0
+    current: str | None = None
+    last_printed = 0
+    for path, rest, dropped in items:
+        name = shown(path)
         if name is None:
+            continue
+        if mode == "files_with_matches":
+            output.add(name)
             continue
         if mode == "count":
             output.add(f"{name}:{int(rest)}")
@@ -254,12 +291,12 @@ def _content_or_count(
         number = int(head.group(1))
         if name != current:
             current, last_printed = name, 0
-        if grouped and last_printed and number > last_printed + 1:
-            output.add("--")
         text = rest[head.end() :]
         if len(text) + dropped > GREP_MAX_LINE_BYTES:
             long_lines += 1
             continue
+        if grouped and last_printed and number > last_printed + 1:
+            output.add("--")
         if not dropped:
             text = text.removesuffix(b"\r")
         marker = ":" if head.group(2) == b":" else "-"

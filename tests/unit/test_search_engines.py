@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from awf_mcp.builtins import BuiltinTools, Sandbox
+from awf_mcp.builtins import BuiltinTools, Sandbox, ripgrep_search
 from awf_mcp.builtins.ripgrep import ENGINE_VARIABLE, ripgrep_binary, rust_regex
 from awf_mcp.builtins.ripgrep_search import _rebase_rule, usable_for_tree
 from awf_mcp.ports import ToolError, ToolResult
@@ -194,19 +194,24 @@ async def answer(tools: BuiltinTools, name: str, arguments: dict[str, Any]) -> t
 
 
 @pytest.mark.anyio
-async def test_both_engines_answer_the_shared_corpus_alike(corpus_root: Path, engines: Any) -> None:
+async def test_both_engines_answer_the_shared_corpus_alike(
+    corpus_root: Path, engines: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     tools = BuiltinTools(Sandbox([str(corpus_root)]))
     calls = [("Grep", call) for call in GREP_CALLS] + [("Glob", call) for call in GLOB_CALLS]
     answers: dict[str, list[tuple[bool, str]]] = {}
-    for engine in ("python", "ripgrep"):
-        engines(engine)
+    for engine in ("python", "ripgrep", "ripgrep in path order"):
+        engines(engine.split()[0])
+        if engine == "ripgrep in path order":  # no parallel pass: rg --sort=path, read as it comes
+            monkeypatch.setattr(ripgrep_search, "PARALLEL_COLLECT_BYTES", 0)
         answers[engine] = [await answer(tools, name, arguments) for name, arguments in calls]
-    differences = [
-        (name, arguments, python, rg)
-        for (name, arguments), python, rg in zip(calls, answers["python"], answers["ripgrep"], strict=True)
-        if python != rg
-    ]
-    assert differences == []
+    for engine in ("ripgrep", "ripgrep in path order"):
+        differences = [
+            (name, arguments, python, rg)
+            for (name, arguments), python, rg in zip(calls, answers["python"], answers[engine], strict=True)
+            if python != rg
+        ]
+        assert differences == [], engine
     texts = {
         f"{name} {arguments}": text
         for (name, arguments), (_, text) in zip(calls, answers["ripgrep"], strict=True)
