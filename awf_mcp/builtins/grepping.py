@@ -63,6 +63,7 @@ from awf_mcp.builtins.limits import (
 )
 from awf_mcp.builtins.listing import BoundedLines, OutputFull, cut_line, printable
 from awf_mcp.builtins.patterns import GlobMatcher, expand_braces, re2_reason
+from awf_mcp.builtins.ripgrep import RipgrepFailed
 from awf_mcp.builtins.ripgrep_search import grep_tree, usable_for_tree
 from awf_mcp.builtins.sandbox import Sandbox, quote_path
 from awf_mcp.builtins.walk import Cancelled, walk
@@ -284,23 +285,13 @@ def grep(
     try:
         engine = usable_for_tree(sandbox, target, gitignore=gitignore) if os.path.isdir(target) else None
         if engine is not None:
-            binary, ancestor_ignores = engine
-            search.long_lines += grep_tree(
-                binary,
-                sandbox,
-                target,
-                pattern=pattern,
-                case_insensitive=case_insensitive,
-                mode=mode,
-                before=before,
-                after=after,
-                gitignore=gitignore,
-                ancestor_ignores=ancestor_ignores,
-                accept=accept,
-                output=output,
-                cancelled=call.cancelled,
-            )
-        elif os.path.isdir(target):
+            try:
+                search.long_lines += _grep_with_ripgrep(
+                    engine, sandbox, target, pattern, case_insensitive, search, gitignore, accept
+                )
+            except RipgrepFailed:  # e.g. a pattern that can match a newline, which rg refuses: no output yet
+                engine = None
+        if engine is None and os.path.isdir(target):
             for entry in walk(sandbox, target, gitignore=gitignore, cancelled=call.cancelled):
                 if entry.kind != "file" or not accept(entry.rel, entry.name):
                     continue
@@ -311,13 +302,41 @@ def grep(
                 _search_fd(fd, printable(sandbox.display(entry.real)), search, explicit=False)
                 if search.files % _PROGRESS_EVERY == 0:
                     call.report_progress(search.files, None, f"searched {search.files} files")
-        else:
+        elif engine is None:
             shown = path_arg or sandbox.display(target)
             fd, _info = open_regular(sandbox, target, shown)
             note = _search_fd(fd, printable(sandbox.display(target)), search, explicit=True)
     except OutputFull:
         pass
     return _result(search, note, output_bytes)
+
+
+def _grep_with_ripgrep(
+    engine: tuple[str, list[str]],
+    sandbox: Sandbox,
+    target: str,
+    pattern: str,
+    case_insensitive: bool,
+    search: _Search,
+    gitignore: bool,
+    accept: Callable[[str, str], bool],
+) -> int:
+    binary, ancestor_ignores = engine
+    return grep_tree(
+        binary,
+        sandbox,
+        target,
+        pattern=pattern,
+        case_insensitive=case_insensitive,
+        mode=search.mode,
+        before=search.before,
+        after=search.after,
+        gitignore=gitignore,
+        ancestor_ignores=ancestor_ignores,
+        accept=accept,
+        output=search.output,
+        cancelled=search.cancelled,
+    )
 
 
 def _result(search: _Search, note: str | None, output_bytes: int) -> ToolResult:

@@ -281,7 +281,11 @@ class RipgrepRun:
         self._stderr.close()
 
 
-def failed(run: RipgrepRun) -> ToolError:
+class RipgrepFailed(ToolError):
+    """``rg`` exited with status 2 before giving any result; the pure-Python engine may take over."""
+
+
+def failed(run: RipgrepRun) -> RipgrepFailed:
     """The error for an ``rg`` run that exited with status 2 and said why."""
     reason = run.errors().splitlines()
-    return ToolError(f"the search failed: ripgrep said: {' '.join(reason)[:500] or 'nothing'}")
+    return RipgrepFailed(f"the search failed: ripgrep said: {' '.join(reason)[:500] or 'nothing'}")
