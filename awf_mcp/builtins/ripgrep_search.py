@@ -21,7 +21,10 @@ Contract
   handing over only the newest and counting the rest.
 * Every path ``rg`` returns is checked before it is used: it must lie below the
   searched directory, inside the roots, with no symbolic link among its
-  directories. ``rg`` walks by path, not by descriptor; see docs/security.md.
+  directories; then each file is opened again through the sandbox (Glob:
+  each one it returns; Grep: each one it shows, keeping only the lines that
+  file holds, :class:`_Verifier`). ``rg`` walks by path, not
+  by descriptor; see docs/security.md.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -36,7 +40,14 @@ from typing import Any
 
 from awf_mcp.builtins.limits import GREP_MAX_LINE_BYTES, GREP_SHOWN_LINE_BYTES
 from awf_mcp.builtins.listing import BoundedLines, cut_line, printable
-from awf_mcp.builtins.ripgrep import WALK_OPTIONS, RipgrepRun, failed, ripgrep_binary, rust_regex
+from awf_mcp.builtins.ripgrep import (
+    MAX_RECORD_BYTES,
+    WALK_OPTIONS,
+    RipgrepRun,
+    failed,
+    ripgrep_binary,
+    rust_regex,
+)
 from awf_mcp.builtins.sandbox import Sandbox
 from awf_mcp.builtins.walk import gitignore_lines
 from awf_mcp.ports import ToolError
@@ -137,7 +148,10 @@ class _PathCheck:
         directory = os.path.dirname(real)
         verdict = self._directories.get(directory)
         if verdict is None:
-            verdict = self._sandbox.contains(directory) and os.path.realpath(directory) == directory
+            try:
+                verdict = self._sandbox.contains(directory) and os.path.realpath(directory) == directory
+            except OSError:  # a component changed while it was being resolved
+                verdict = False
             self._directories[directory] = verdict
         return real if verdict else None
 
@@ -201,18 +215,21 @@ def grep_tree(
     else:
         arguments += ["--line-number", f"--before-context={before}", f"--after-context={after}"]
     check = _PathCheck(sandbox, target)
+    verifier = _Verifier(sandbox)
     shown_of: dict[bytes, str | None] = {}
 
     def shown(raw: bytes) -> str | None:
         if raw not in shown_of:
             real = check.real(raw)
             keep = real is not None and accept(check.relative(real), os.path.basename(real))
+            keep = keep and real is not None and verifier.open(real)
             shown_of.clear()  # one file at a time: keep the cache small
             shown_of[raw] = printable(sandbox.display(real)) if keep and real is not None else None
         return shown_of[raw]
 
     separator = b"\0" if mode == "files_with_matches" else b"\n"
     with contextlib.ExitStack() as stack:
+        stack.callback(verifier.close)
         if gitignore and ancestor_ignores:
             arguments.append(f"--ignore-file={stack.enter_context(_rules_file(ancestor_ignores)).name}")
         arguments += ["--regexp", rust_regex(pattern), "--", "."]
@@ -225,9 +242,10 @@ def grep_tree(
             if collected is not None and run.returncode == 2 and not collected and run.errors():
                 raise failed(run)
         if collected is not None:
-            return _emit(collected, mode, before or after, shown, output)
+            return _emit(collected, mode, before or after, shown, verifier, output)
         with start("--sort=path") as run:
-            long_lines = _emit(_items(run.records(separator), mode), mode, before or after, shown, output)
+            items = _items(run.records(separator), mode)
+            long_lines = _emit(items, mode, before or after, shown, verifier, output)
             if run.returncode == 2 and not output.lines and run.errors():
                 raise failed(run)
         return long_lines
@@ -269,9 +287,14 @@ def _emit(
     mode: str,
     grouped: int,
     shown: Callable[[bytes], str | None],
+    verifier: _Verifier,
     output: BoundedLines,
 ) -> int:
-    """Add Grep's lines for ``items`` to ``output``; returns the long lines left out."""
+    """Add Grep's lines for ``items`` to ``output``; returns the long lines left out.
+
+    A line is shown only when the file, opened again through the sandbox, holds
+    that very line at that number (see :class:`_Verifier`).
+    """
     long_lines = 0
     current: str | None = None
     last_printed = 0
@@ -295,6 +318,8 @@ def _emit(
         if len(text) + dropped > GREP_MAX_LINE_BYTES:
             long_lines += 1
             continue
+        if not verifier.holds(number, text, cut=bool(dropped)):
+            continue
         if grouped and last_printed and number > last_printed + 1:
             output.add("--")
         if not dropped:
@@ -303,6 +328,64 @@ def _emit(
         output.add(f"{name}{marker}{number}{marker}{cut_line(text, GREP_SHOWN_LINE_BYTES, dropped)}")
         last_printed = number
     return long_lines
+
+
+class _Verifier:
+    """Re-reads through the sandbox the file ``rg`` reported, to confirm what it printed.
+
+    ``rg`` walks by path; a directory swapped for a link to the outside while
+    it is inside it could make it print an outside file. Each reported file is
+    opened again from its root with ``O_NOFOLLOW`` at every component
+    (:meth:`~awf_mcp.builtins.sandbox.Sandbox.open_file`); a file that cannot
+    be is dropped, and in ``content`` mode each line is shown only if the file
+    opened that way holds it at that number. Lines arrive in increasing order
+    per file, so the file is read once, one bounded line at a time.
+    """
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self._sandbox = sandbox
+        self._stream: Any = None
+        self._number = 0
+        self._line = b""
+
+    def open(self, real: str) -> bool:
+        self.close()
+        try:
+            fd = self._sandbox.open_file(real)
+        except OSError:
+            return False
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                return False
+            os.set_blocking(fd, True)
+        except OSError:
+            os.close(fd)
+            return False
+        self._stream = open(fd, "rb", closefd=True)  # noqa: SIM115  (closed in close())
+        self._number = 0
+        return True
+
+    def holds(self, number: int, text: bytes, *, cut: bool) -> bool:
+        if self._stream is None or number < self._number:
+            return False
+        while self._number < number:
+            line = self._stream.readline(MAX_RECORD_BYTES)
+            if not line:
+                return False
+            while not line.endswith(b"\n") and len(line) >= MAX_RECORD_BYTES:
+                more = self._stream.readline(MAX_RECORD_BYTES)
+                if not more:
+                    break
+                line = line[:MAX_RECORD_BYTES] + (b"\n" if more.endswith(b"\n") else b"")
+            self._line = line.removesuffix(b"\n")
+            self._number += 1
+        return self._line.startswith(text) if cut else self._line == text
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
 
 
 def newest_files(
@@ -340,7 +423,7 @@ def newest_files(
             if not ties_open:
                 continue
             real = None if dropped else check.real(record)
-            if real is None:
+            if real is None or not _opens_inside(sandbox, real):
                 total -= 1
                 continue
             if len(chosen) < keep:
@@ -354,6 +437,18 @@ def newest_files(
         if run.returncode == 2 and run.errors():
             raise failed(run)
     return chosen, total
+
+
+def _opens_inside(sandbox: Sandbox, real: str) -> bool:
+    """True when ``real`` opens through the sandbox (``O_NOFOLLOW`` from its root) as a regular file."""
+    try:
+        fd = sandbox.open_file(real)
+    except OSError:
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode)
+    finally:
+        os.close(fd)
 
 
 def _mtime_ns(real: str) -> int:

@@ -14,7 +14,9 @@ and the same error, on both engines. The escape corpus
 
 from __future__ import annotations
 
+import ctypes
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -315,3 +317,57 @@ def test_ancestor_gitignores_are_rebased_for_ripgrep_or_left_to_python(
     assert _rebase_rule("/a", ["a", "b"]) is None
     engines("python")
     assert usable_for_tree(sandbox, root, gitignore=True) is None
+
+
+def _exchange(first: Path, second: Path) -> None:
+    """Swap two names atomically (``renameat2(RENAME_EXCHANGE)``)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    at_fdcwd, rename_exchange = -100, 2
+    if libc.renameat2(at_fdcwd, bytes(first), at_fdcwd, bytes(second), rename_exchange) != 0:
+        raise OSError(ctypes.get_errno(), "renameat2")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("engine", ["python", "ripgrep"])
+async def test_a_directory_swapped_for_a_link_mid_search_leaks_nothing(
+    tmp_path: Path, engines: Any, engine: str
+) -> None:
+    engines(engine)
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "d").mkdir(parents=True)
+    outside.mkdir()
+    for index in range(40):
+        (root / "d" / f"f{index:02d}.txt").write_text("INSIDE words\n" * 20)
+        (outside / f"f{index:02d}.txt").write_text("SECRET words\n" * 20)
+        (outside / f"secret{index:02d}.txt").write_text("SECRET\n")
+    (root / "swap").symlink_to(outside)
+    stop = threading.Event()
+    swaps = 0
+
+    def swapper() -> None:
+        nonlocal swaps
+        while not stop.is_set():
+            _exchange(root / "d", root / "swap")
+            swaps += 1
+
+    thread = threading.Thread(target=swapper, daemon=True)
+    thread.start()
+    tools = BuiltinTools(Sandbox([str(root)]))
+    seen: set[str] = set()
+    try:
+        for _ in range(60):
+            for arguments in (
+                {"pattern": "words"},
+                {"pattern": "words", "output_mode": "count"},
+                {"pattern": "SECRET", "output_mode": "files_with_matches"},
+            ):
+                _refused, text = await answer(tools, "Grep", arguments)
+                assert "SECRET" not in text, (arguments, text[:300])
+                seen.update(line.split(":")[0] for line in text.split("\n"))
+            _refused, listed = await answer(tools, "Glob", {"pattern": "**/*.txt"})
+            assert "secret" not in listed, listed[:300]
+    finally:
+        stop.set()
+        thread.join()
+    assert swaps > 100
+    assert any(name.startswith("d/f") for name in seen), "the race never let a search see the directory"
