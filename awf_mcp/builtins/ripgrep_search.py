@@ -413,30 +413,32 @@ def newest_files(
         arguments.append(f"--max-depth={max_depth}")
     arguments += ["--", "."]
     check = _PathCheck(sandbox, start)
-    chosen: list[tuple[str, str]] = []
+    chosen: list[tuple[int, str]] = []  # (mtime in ns, real path); ties past ``keep`` trimmed by path
     total = 0
     boundary: int | None = None
-    ties_open = True
     with RipgrepRun(binary, arguments, cancelled, cwd=_open_start(sandbox, start)) as run:
         for record, dropped in run.records(b"\0"):
             total += 1
-            if not ties_open:
-                continue
+            if total > keep and boundary is None:
+                continue  # past the newest and their ties: only counted
             real = None if dropped else check.real(record)
-            if real is None or not _opens_inside(sandbox, real):
+            if real is None:
                 total -= 1
                 continue
-            if len(chosen) < keep:
-                chosen.append((check.relative(real), real))
-                if len(chosen) == keep:
-                    boundary = _mtime_ns(real)
-            elif _mtime_ns(real) == boundary:
-                chosen.append((check.relative(real), real))
-            else:
-                ties_open = False
+            mtime = _mtime_ns(real)
+            if len(chosen) >= keep and mtime != boundary:
+                boundary = None
+                continue
+            chosen.append((mtime, real))
+            if len(chosen) == keep:
+                boundary = mtime
+            elif len(chosen) >= 2 * keep:
+                chosen.sort(key=lambda item: (-item[0], item[1]))
+                del chosen[keep:]
         if run.returncode == 2 and run.errors():
             raise failed(run)
-    return chosen, total
+    kept = [(check.relative(real), real) for _, real in chosen if _opens_inside(sandbox, real)]
+    return kept, total - (len(chosen) - len(kept))
 
 
 def _opens_inside(sandbox: Sandbox, real: str) -> bool:

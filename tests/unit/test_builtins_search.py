@@ -582,7 +582,7 @@ async def test_a_long_grep_stops_at_once_when_cancelled(tools: BuiltinTools, roo
 @pytest.mark.anyio
 async def test_glob_breaks_mtime_ties_by_path_past_the_cap(tools: BuiltinTools, root: Path) -> None:
     (root / "same").mkdir()
-    names = [f"f{index:05d}" for index in range(GLOB_MAX_RESULTS + 500)]
+    names = [f"f{index:05d}" for index in range(GLOB_MAX_RESULTS * 2 + 500)]
     for name in reversed(names):
         (root / "same" / name).touch()
         os.utime(root / "same" / name, (1_700_000_000, 1_700_000_000))
