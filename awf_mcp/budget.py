@@ -57,10 +57,14 @@ def budget_for_client(client_name: str | None) -> int:
     return CLIENT_BUDGETS.get(client_name.strip().lower(), DEFAULT_BUDGET)
 
 
-def current_budget() -> int:
-    """The output budget of the call running in this task or thread (the default outside one)."""
+def current_budget(outside: int = DEFAULT_BUDGET) -> int:
+    """The output budget of the call running in this task or thread; ``outside`` when there is none.
+
+    Outside a served call (a provider called directly, in a unit test or a script) no client
+    is known; a tool may pass its own bound.
+    """
     budget = current_call().output_budget
-    return DEFAULT_BUDGET if budget is None else budget
+    return outside if budget is None else budget
 
 
 def encode(text: str) -> bytes:

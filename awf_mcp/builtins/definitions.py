@@ -18,6 +18,8 @@ from awf_mcp.builtins.limits import (
     GLOB_MAX_RESULTS,
     GREP_MAX_CONTEXT,
     GREP_MAX_LINE_BYTES,
+    GREP_MAX_LINES,
+    GREP_SHOWN_LINE_BYTES,
     LINE_SHOW_CHARS,
     MAX_FILE_BYTES,
     MAX_IMAGE_BYTES,
@@ -207,6 +209,11 @@ KILL_SHELL = ToolDefinition(
     ),
 )
 
+_ESCAPED_NAMES = (
+    "File names that are not valid UTF-8 or hold control characters are shown with those bytes "
+    "escaped as \\xNN (e.g. caf\\xe9.txt), and a path argument may name them so."
+)
+
 GLOB = ToolDefinition(
     name="Glob",
     description=(
@@ -216,10 +223,11 @@ GLOB = ToolDefinition(
         "'/' matches directories instead of files; backslashes are refused (write `[*]` for a literal "
         "`*`). The pattern is relative to `cwd` (default: the workspace root); an absolute pattern is "
         "allowed only without `cwd` and inside the workspace. "
-        ".git is skipped and symbolic links to directories are not followed. Returns matching paths "
+        "Hidden files are included, .git is skipped, .gitignore does not apply, and symbolic links are "
+        "neither followed nor listed. Returns matching paths "
         f"relative to the workspace root, one a line, newest first, at most {GLOB_MAX_RESULTS:,} "
         "and this client's output budget a page; a note then says how many matched and the `offset` "
-        "of the next page. A byte of a name that is not UTF-8 shows as \\xNN, and is accepted so."
+        "of the next page. " + _ESCAPED_NAMES
     ),
     input_schema=_schema(
         {
@@ -240,15 +248,16 @@ GREP = ToolDefinition(
     description=(
         "Search file contents with a regular expression (RE2 syntax: like Perl/Python but without "
         "lookaround or backreferences; always linear time). Searches `path` (a file or a directory, "
-        "default: the workspace root) recursively, skipping .git, binary files and files ignored by "
-        ".gitignore (set include_ignored=true to search those too). `output_mode`: 'content' "
+        "default: the workspace root) recursively, hidden files included, skipping .git, symbolic links, "
+        "binary files (a NUL byte near the start) and files ignored by .gitignore (set include_ignored=true "
+        "to search those too; .ignore, .rgignore and global git excludes are not used). `output_mode`: "
+        "'content' "
         "(default) prints 'path:line:text' per matching line, with 'path-line-text' context lines and "
         "'--' between groups; 'files_with_matches' prints matching file paths; 'count' prints "
-        f"'path:N'. Paths are relative to the workspace root; a byte of a name that is not UTF-8 shows "
-        f"as \\xNN. Lines over {GREP_MAX_LINE_BYTES // MIB} MiB are not searched; a shown line is cut "
-        f"after {LINE_SHOW_CHARS:,} characters. Output pages: it stops at `head_limit` or at this "
-        "client's output budget, and a final note gives the count left out and the `offset` that "
-        "shows the next page."
+        f"'path:N'. Paths are relative to the workspace root. Lines over {GREP_MAX_LINE_BYTES // MIB} "
+        f"MiB are not searched; shown lines are cut after {GREP_SHOWN_LINE_BYTES:,} bytes. Output pages: "
+        f"it stops after {GREP_MAX_LINES:,} lines, `head_limit`, or this client's output budget, and a "
+        "final note gives the `offset` that shows the next page. " + _ESCAPED_NAMES
     ),
     input_schema=_schema(
         {

@@ -5,31 +5,49 @@ Contract
 * ``pattern`` is relative to ``cwd`` (default: the first root). An absolute
   pattern is allowed only without ``cwd``, and only where its fixed leading
   directories resolve inside a root; a ``..`` after a wildcard is refused.
-* Files (and symbolic links to files inside the roots) are matched; a pattern
-  ending in ``/`` matches directories instead. ``.git`` is skipped; symbolic
-  links to directories are not followed.
+* Regular files are matched; a pattern ending in ``/`` matches directories
+  instead. ``.git`` is skipped; symbolic links are neither followed nor listed
+  (as ``rg --files`` does). Hidden files are listed; ``.gitignore`` does not
+  apply.
+* The files are listed by ``rg --files`` when ripgrep is found
+  (:mod:`awf_mcp.builtins.ripgrep_search`), else by the descriptor-based walk
+  (:mod:`awf_mcp.builtins.walk`); the results are the same. Directories
+  (a pattern ending in ``/``) always come from the walk.
 * Results are one path a line, relative to the first root (absolute when in
-  another root), sorted by modification time, newest first (ties by path). A page
-  holds at most :data:`GLOB_MAX_RESULTS` paths and the call's output budget; a note
-  says how many matched and the ``offset`` of the next page.
+  another root), sorted by modification time, newest first (ties by path),
+  capped at :data:`GLOB_MAX_RESULTS` paths and at ``output_bytes`` (default
+  :data:`SEARCH_OUTPUT_BYTES`) with a note saying how many matched. Only the
+  newest paths are kept while walking, so memory does not grow with matches.
+* A name that is not valid UTF-8, or holds control characters, is shown (and
+  matched) escaped: ``caf\\xe9.txt`` (see :func:`~awf_mcp.builtins.listing.printable`).
+* Cost is bounded: braces are counted before expansion, alternatives sharing
+  a directory share one walk, and the walk stops at the call's ``cancelled``
+  flag (client cancellation or the call timeout).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from awf_mcp import budget
+from awf_mcp.budget import current_budget
+from awf_mcp.budget import note as note_text
 from awf_mcp.builtins.args import optional_int, required_string, string_argument
-from awf_mcp.builtins.limits import GLOB_MAX_RESULTS
+from awf_mcp.builtins.limits import GLOB_MAX_RESULTS, MAX_GLOB_OFFSET, SEARCH_OUTPUT_BYTES
+from awf_mcp.builtins.listing import BoundedLines, OutputFull, printable
 from awf_mcp.builtins.patterns import GlobMatcher, expand_braces, has_magic
+from awf_mcp.builtins.ripgrep import ripgrep_binary
+from awf_mcp.builtins.ripgrep_search import newest_files
 from awf_mcp.builtins.sandbox import Sandbox
-from awf_mcp.builtins.walk import walk
-from awf_mcp.ports import ToolError, ToolResult, current_call, visible_text
+from awf_mcp.builtins.walk import Cancelled, walk
+from awf_mcp.ports import ToolError, ToolResult, current_call
 
-NOTE_ROOM = 200
-"""Bytes of the budget kept for the final note."""
+_NOTE_RESERVE = 200
+"""Bytes of the output budget kept for the closing note."""
 
 
 def _split(sandbox: Sandbox, alternative: str, base: str) -> tuple[str, list[str]] | None:
@@ -56,11 +74,72 @@ def _split(sandbox: Sandbox, alternative: str, base: str) -> tuple[str, list[str
     return start, rest
 
 
-def glob_files(sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
-    """Run the Glob tool."""
+def _mtime(real: str) -> float:
+    try:
+        return os.stat(real, follow_symlinks=False).st_mtime
+    except OSError:
+        return 0.0
+
+
+def _escape_glob(path: str) -> str:
+    """``path`` with its glob metacharacters made literal (``\\`` escapes them)."""
+    return "".join("\\" + char if char in "*?[]\\" else char for char in path)
+
+
+def _walk_plan(sandbox: Sandbox, pattern: str, base: str, cancelled: threading.Event) -> dict[str, list[str]]:
+    """The directories to walk, each with the patterns to match below it.
+
+    Alternatives sharing a start directory share its walk; one whose start lies
+    inside another's is matched during the outer walk, so no directory is
+    walked twice and no path is found twice.
+    """
+    by_start: dict[str, list[str]] = {}
+    for alternative in expand_braces(pattern, cancelled):
+        if cancelled.is_set():
+            raise Cancelled("the call was cancelled")
+        split = _split(sandbox, alternative, base)
+        if split is not None:
+            by_start.setdefault(split[0], []).append("/".join(split[1]))
+    plan: dict[str, list[str]] = {}
+    for start in sorted(by_start, key=len):
+        outer = next((chosen for chosen in plan if start.startswith(chosen.rstrip("/") + "/")), None)
+        inside_git = outer is not None and ".git" in start[len(outer) :].split("/")
+        if outer is None or inside_git:
+            plan[start] = list(by_start[start])
+        else:
+            prefix = _escape_glob(start[len(outer.rstrip("/")) + 1 :])
+            plan[outer].extend(f"{prefix}/{rest}" for rest in by_start[start])
+    return plan
+
+
+@dataclass(slots=True)
+class _Newest:
+    """The ``keep`` newest paths seen so far (ties by path), in memory bounded by ``keep``."""
+
+    keep: int
+    matched: int = 0
+    items: list[tuple[float, str]] = field(default_factory=list)
+
+    def add(self, mtime: float, shown: str) -> None:
+        self.matched += 1
+        self.items.append((-mtime, shown))
+        if len(self.items) >= 2 * self.keep:
+            self.items = sorted(self.items)[: self.keep]
+
+    def ordered(self) -> list[str]:
+        return [shown for _, shown in sorted(self.items)[: self.keep]]
+
+
+def glob_files(
+    sandbox: Sandbox, arguments: Mapping[str, Any], *, output_bytes: int | None = None
+) -> ToolResult:
+    """Run the Glob tool; its text stays within ``output_bytes`` (default: the call's output budget)."""
+    if output_bytes is None:
+        output_bytes = min(current_budget(outside=SEARCH_OUTPUT_BYTES), SEARCH_OUTPUT_BYTES)
     pattern = required_string(arguments, "pattern")
     cwd = string_argument(arguments, "cwd", required=False)
-    offset = optional_int(arguments, "offset", minimum=0) or 0
+    offset = optional_int(arguments, "offset", minimum=0, maximum=MAX_GLOB_OFFSET) or 0
+    keep = offset + GLOB_MAX_RESULTS
     sandbox.check_argument(pattern, "pattern")
     if pattern.startswith("/") and cwd is not None:
         raise ToolError(
@@ -69,44 +148,42 @@ def glob_files(sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
     base = sandbox.resolve_dir(cwd, "cwd")
     dirs_only = pattern.endswith("/")
     cancelled = current_call().cancelled
-    found: dict[str, float] = {}
-    for alternative in expand_braces(pattern):
-        split = _split(sandbox, alternative, base)
-        if split is None:
+    newest = _Newest(keep)
+    for start, rests in _walk_plan(sandbox, pattern, base, cancelled).items():
+        matcher = GlobMatcher(rests, shown=pattern)
+        deep = any(segment == "**" for rest in rests for segment in rest.split("/"))
+        depth = (
+            None if deep else max(len([s for s in rest.split("/") if s not in ("", ".")]) for rest in rests)
+        )
+        binary = None if dirs_only else ripgrep_binary()
+        if binary is not None:
+            chosen, total = newest_files(
+                binary, sandbox, start, rests, keep=keep, max_depth=depth, cancelled=cancelled
+            )
+            for rel, real in chosen:
+                if matcher.matches(rel):
+                    newest.add(_mtime(real), printable(sandbox.display(real)))
+            newest.matched += max(total - len(chosen), 0)
             continue
-        start, rest = split
-        matcher = GlobMatcher(["/".join(rest)])
-        depth = None if "**" in rest else len(rest)
         for entry in walk(sandbox, start, max_depth=depth, cancelled=cancelled):
-            is_dir = entry.kind == "dir" or (entry.target is not None and os.path.isdir(entry.target))
-            if is_dir != dirs_only or not matcher.matches(entry.rel):
+            if entry.kind != ("dir" if dirs_only else "file") or not matcher.matches(entry.rel):
                 continue
-            shown = sandbox.display(entry.real)
-            if shown not in found:
-                found[shown] = entry.mtime()
-    if not found:
+            newest.add(entry.mtime(), printable(sandbox.display(entry.real)))
+    if not newest.matched:
         return ToolResult.text(f"No files match {pattern!r}.")
-    ordered = sorted(found, key=lambda path: (-found[path], path))
-    return ToolResult.text(_page(ordered, offset, budget.current_budget() - NOTE_ROOM))
-
-
-def _page(ordered: list[str], offset: int, room: int) -> str:
-    """Paths from ``offset``, at most :data:`GLOB_MAX_RESULTS` and ``room`` bytes, and the note."""
-    lines: list[str] = []
-    for path in ordered[offset : offset + GLOB_MAX_RESULTS]:
-        shown = visible_text(path)
-        room -= budget.size(shown) + 1
-        if room < 0:
-            break
-        lines.append(shown)
+    output = BoundedLines(max_lines=GLOB_MAX_RESULTS, max_bytes=output_bytes - _NOTE_RESERVE, skip=offset)
+    with contextlib.suppress(OutputFull):
+        for shown in newest.ordered():
+            output.add(shown)
+    lines = output.lines
     if not lines:
-        return f"No files past offset {offset:,}: {len(ordered):,} matched."
-    left = len(ordered) - offset - len(lines)
+        return ToolResult.text(f"No files past offset {offset:,}: {newest.matched:,} matched.")
+    left = newest.matched - output.next_offset
     if left > 0:
         lines.append(
-            budget.note(
-                f"showing matches {offset + 1:,}-{offset + len(lines):,} of {len(ordered):,}, newest first; "
-                f"pass offset={offset + len(lines)} for the next {min(left, GLOB_MAX_RESULTS):,}"
+            note_text(
+                f"showing matches {offset + 1:,}-{output.next_offset:,} of {newest.matched:,}, newest first; "
+                f"pass offset={output.next_offset} for the next {min(left, GLOB_MAX_RESULTS):,}"
             )
         )
-    return "\n".join(lines)
+    return ToolResult.text("\n".join(lines))

@@ -42,6 +42,9 @@ BASH_KILL_GRACE = 0.5
 GLOB_MAX_RESULTS = 1000
 """Paths Glob returns at most."""
 
+GREP_MAX_LINES = 10_000
+"""Output lines Grep returns at most in ``content`` mode (a page; ``offset`` reaches the next)."""
+
 LINE_SHOW_CHARS = 2_000
 """Characters of one line Read and Grep show; the rest is cut with a marker that counts it."""
 
@@ -54,8 +57,22 @@ GREP_MAX_CONTEXT = 100
 MAX_BRACE_EXPANSIONS = 1000
 """The most alternatives a ``{a,b}`` pattern may expand to."""
 
-MAX_EXPANDED_CHARS = 256 * 1024
-"""The most characters a ``{a,b}`` pattern's alternatives may hold in all."""
+SEARCH_OUTPUT_BYTES = 2 * MIB
+"""Bytes of text Glob and Grep return at most (UTF-8, newlines counted); the output stops with a
+note once it is spent. The one parameter of their output budget."""
+
+GREP_SHOWN_LINE_BYTES = LINE_SHOW_CHARS
+"""Bytes of a matching (or context) line Grep shows (as many as Read shows characters); the rest is
+cut with a marker."""
 
 MAX_BRACE_DEPTH = 32
-"""The deepest ``{a,{b,c}}`` nesting a pattern may have."""
+"""The deepest nesting of ``{a,b}`` groups a pattern may have."""
+
+MAX_GLOB_FILTER_CHARS = 4096
+"""The longest ``glob`` filter Grep accepts (the Glob tool's patterns are path arguments)."""
+
+MAX_BRACE_EXPANDED_CHARS = 64 * 1024
+"""The most characters the alternatives of a ``{a,b}`` pattern may add up to."""
+
+MAX_GLOB_OFFSET = 100_000
+"""The largest ``offset`` Glob accepts: the newest matches up to it are held while walking."""

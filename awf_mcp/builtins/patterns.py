@@ -3,8 +3,13 @@
 Contract
 --------
 * :func:`expand_braces` turns ``a/{b,c}/*.{ts,tsx}`` into its alternatives
-  (nested braces allowed, at most :data:`MAX_BRACE_EXPANSIONS`); a brace
-  without a top-level comma, or unmatched, is literal.
+  (nested braces allowed, at most :data:`MAX_BRACE_DEPTH` deep,
+  :data:`MAX_BRACE_EXPANSIONS` alternatives and
+  :data:`MAX_BRACE_EXPANDED_CHARS` characters in all); a brace without a top-level
+  comma, or unmatched, is literal. The pattern is parsed once and the
+  alternatives counted and measured before any is built, so the cost is
+  bounded up front: linear in the pattern for a refused one, linear in the
+  character cap for an accepted one.
 * :func:`glob_regex` translates one brace-free, ``/``-separated pattern to a
   regular expression matching a whole relative path: ``*`` and ``?`` never
   match ``/``, a ``**`` segment matches any number of directories (zero
@@ -14,16 +19,23 @@ Contract
   that start with a dot.
 * :class:`GlobMatcher` compiles a set of alternatives with RE2 (imported on
   first use), so matching is linear in the path length whatever the pattern.
+  An invalid or too large pattern is a :class:`ToolError` in one sentence
+  (:func:`re2_reason` words RE2's own complaint as text, never as bytes).
+  Paths are matched as :func:`~awf_mcp.builtins.listing.printable` shows
+  them: a byte that is not valid UTF-8 is the four characters ``\\xNN``.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 from typing import Any
 
-from awf_mcp.builtins.limits import MAX_BRACE_DEPTH, MAX_BRACE_EXPANSIONS, MAX_EXPANDED_CHARS
-from awf_mcp.ports import ToolError, visible_text
+from awf_mcp.builtins.limits import MAX_BRACE_DEPTH, MAX_BRACE_EXPANDED_CHARS, MAX_BRACE_EXPANSIONS
+from awf_mcp.builtins.listing import printable
+from awf_mcp.builtins.walk import Cancelled
+from awf_mcp.ports import ToolError
 
 _MAGIC = frozenset("*?[\\")
 
@@ -33,17 +45,13 @@ def has_magic(segment: str) -> bool:
     return any(char in _MAGIC for char in segment)
 
 
-_Sequence = list["str | list[_Sequence]"]
-"""A parsed pattern: literal text and alternations (each a list of alternative sequences)."""
+def _brace_pairs(pattern: str) -> dict[int, tuple[int, list[int]]]:
+    """Each expanding ``{`` (matched, with a top-level comma): its ``}`` and its top-level commas.
 
-
-def _brace_groups(pattern: str) -> dict[int, tuple[int, list[int]]]:
-    """Each expanding ``{``'s index -> its closing ``}`` and top-level commas, in one pass.
-
-    A brace that never closes, or closes without a top-level comma, is literal.
+    One pass with a stack, so the cost is linear in the pattern's length.
     """
-    groups: dict[int, tuple[int, list[int]]] = {}
-    open_braces: list[tuple[int, list[int]]] = []
+    pairs: dict[int, tuple[int, list[int]]] = {}
+    stack: list[tuple[int, list[int]]] = []
     index = 0
     while index < len(pattern):
         char = pattern[index]
@@ -51,83 +59,113 @@ def _brace_groups(pattern: str) -> dict[int, tuple[int, list[int]]]:
             index += 2
             continue
         if char == "{":
-            open_braces.append((index, []))
-            if len(open_braces) > MAX_BRACE_DEPTH:
-                raise ToolError(f"pattern nests braces more than {MAX_BRACE_DEPTH} deep")
-        elif char == "," and open_braces:
-            open_braces[-1][1].append(index)
-        elif char == "}" and open_braces:
-            opening, commas = open_braces.pop()
+            stack.append((index, []))
+        elif char == "}" and stack:
+            opened, commas = stack.pop()
             if commas:
-                groups[opening] = (index, commas)
+                pairs[opened] = (index, commas)
+        elif char == "," and stack:
+            stack[-1][1].append(index)
         index += 1
-    return groups
+    return pairs
 
 
-def _parse(pattern: str, start: int, end: int, groups: dict[int, tuple[int, list[int]]]) -> _Sequence:
-    parts: _Sequence = []
-    literal_from = index = start
+_Sequence = list[Any]
+"""A parsed pattern: literal text (``str``) and groups, each group a list of alternative sequences."""
+
+
+def _parse(
+    pattern: str, pairs: dict[int, tuple[int, list[int]]], start: int, end: int, depth: int
+) -> _Sequence:
+    if depth > MAX_BRACE_DEPTH:
+        raise ToolError(
+            f"pattern {_shown(pattern)} nests {{a,b}} groups deeper than {MAX_BRACE_DEPTH} levels; "
+            "simplify it"
+        )
+    sequence: _Sequence = []
+    literal = start
+    index = start
     while index < end:
-        if pattern[index] == "\\":
+        char = pattern[index]
+        if char == "\\":
             index += 2
             continue
-        group = groups.get(index)
-        if group is None:
-            index += 1
+        if char == "{" and index in pairs:
+            close, commas = pairs[index]
+            if literal < index:
+                sequence.append(pattern[literal:index])
+            bounds = [index, *commas, close]
+            sequence.append(
+                [
+                    _parse(pattern, pairs, bounds[i] + 1, bounds[i + 1], depth + 1)
+                    for i in range(len(bounds) - 1)
+                ]
+            )
+            index = literal = close + 1
             continue
-        close, commas = group
-        if literal_from < index:
-            parts.append(pattern[literal_from:index])
-        bounds = [index, *commas, close]
-        parts.append([_parse(pattern, bounds[i] + 1, bounds[i + 1], groups) for i in range(len(bounds) - 1)])
-        index = literal_from = close + 1
-    if literal_from < end:
-        parts.append(pattern[literal_from:end])
-    return parts
+        index += 1
+    if literal < end:
+        sequence.append(pattern[literal:end])
+    return sequence
 
 
-def _count(sequence: _Sequence, cap: int) -> int:
-    """How many strings ``sequence`` expands to, stopping at ``cap + 1``."""
-    total = 1
-    for part in sequence:
-        if isinstance(part, list):
-            total *= min(sum(_count(option, cap) for option in part), cap + 1)
-            if total > cap:
-                return cap + 1
-    return total
-
-
-def _expand(sequence: _Sequence) -> list[str]:
-    results = [""]
+def _measure(sequence: _Sequence, cap: int) -> tuple[int, int]:
+    """How many alternatives ``sequence`` expands to and their total length, each saturating above ``cap``."""
+    count, length = 1, 0
     for part in sequence:
         if isinstance(part, str):
-            results = [prefix + part for prefix in results]
+            part_count, part_length = 1, len(part)
         else:
-            options = [text for option in part for text in _expand(option)]
-            results = [prefix + option for prefix in results for option in options]
+            measured = [_measure(option, cap) for option in part]
+            part_count = min(sum(option[0] for option in measured), cap + 1)
+            part_length = min(sum(option[1] for option in measured), cap + 1)
+        count, length = (
+            min(count * part_count, cap + 1),
+            min(length * part_count + part_length * count, cap + 1),
+        )
+    return count, length
+
+
+def _generate(sequence: _Sequence, cancelled: threading.Event | None) -> list[str]:
+    results = [""]
+    for part in sequence:
+        if cancelled is not None and cancelled.is_set():
+            raise Cancelled("the call was cancelled")
+        if isinstance(part, str):
+            results = [head + part for head in results]
+            continue
+        options = [text for option in part for text in _generate(option, cancelled)]
+        results = [head + option for head in results for option in options]
     return results
 
 
-def expand_braces(pattern: str) -> list[str]:
+def _shown(pattern: str) -> str:
+    return repr(pattern if len(pattern) <= 200 else pattern[:150] + "..." + pattern[-40:])
+
+
+def expand_braces(pattern: str, cancelled: threading.Event | None = None) -> list[str]:
     """Every alternative of ``pattern``'s ``{a,b}`` groups, in order, without duplicates.
 
-    The cost is bounded before any work: the pattern is parsed in one pass, the number of
-    alternatives counted, and a pattern over :data:`MAX_BRACE_EXPANSIONS` alternatives (or
-    :data:`MAX_EXPANDED_CHARS` characters in all) is refused before one is built.
+    The number of alternatives is counted on the parsed pattern before any is
+    built, so a pattern over :data:`MAX_BRACE_EXPANSIONS` costs time linear in
+    its length; building stops when ``cancelled`` is set.
     """
-    groups = _brace_groups(pattern)
-    if not groups:
+    pairs = _brace_pairs(pattern)
+    if not pairs:
         return [pattern]
-    parsed = _parse(pattern, 0, len(pattern), groups)
-    count = _count(parsed, MAX_BRACE_EXPANSIONS)
+    sequence = _parse(pattern, pairs, 0, len(pattern), 0)
+    count, length = _measure(sequence, MAX_BRACE_EXPANDED_CHARS)
     if count > MAX_BRACE_EXPANSIONS:
-        raise ToolError(f"pattern {pattern[:200]!r} expands to more than {MAX_BRACE_EXPANSIONS} alternatives")
-    if count * len(pattern) > MAX_EXPANDED_CHARS:
         raise ToolError(
-            f"pattern of {len(pattern):,} characters with {count} alternatives is too large to expand "
-            f"(limit {MAX_EXPANDED_CHARS:,} characters in all); shorten it"
+            f"pattern {_shown(pattern)} expands to more than {MAX_BRACE_EXPANSIONS} alternatives; "
+            "use fewer {a,b} groups"
         )
-    return list(dict.fromkeys(_expand(parsed)))
+    if length > MAX_BRACE_EXPANDED_CHARS:
+        raise ToolError(
+            f"pattern {_shown(pattern)} expands to more than {MAX_BRACE_EXPANDED_CHARS:,} characters in all; "
+            "use fewer or shorter {a,b} alternatives"
+        )
+    return list(dict.fromkeys(_generate(sequence, cancelled)))
 
 
 def _class(segment: str, start: int) -> tuple[str, int] | None:
@@ -192,26 +230,40 @@ def glob_regex(pattern: str) -> str:
     return out
 
 
+def re2_reason(exc: Exception) -> str:
+    """RE2's complaint in ``exc`` as plain text (the module raises it as bytes)."""
+    reason = exc.args[0] if exc.args else exc
+    if isinstance(reason, bytes):
+        reason = reason.decode("utf-8", "replace")
+    text = str(reason)
+    if text.startswith("invalid character class range: "):
+        low_high = text.removeprefix("invalid character class range: ")
+        return f"the character range {low_high} runs backwards (write the lower character first, e.g. a-z)"
+    if "pattern too large" in text:
+        return "the pattern is too large to compile (too many alternatives or repetitions)"
+    return text
+
+
 class GlobMatcher:
     """Full-path matching against one or more brace-free glob patterns."""
 
-    def __init__(self, patterns: Sequence[str]) -> None:
+    def __init__(self, patterns: Sequence[str], shown: str | None = None) -> None:
         import re2
 
         options = re2.Options()
         options.log_errors = False
+        options.max_mem = 64 << 20
         body = "|".join(f"(?:{glob_regex(pattern)})" for pattern in patterns)
+        described = _shown(shown if shown is not None else ", ".join(patterns))
         try:
             self._regex: Any = re2.compile(f"^(?:{body})$", options)
+        except UnicodeEncodeError:
+            raise ToolError(
+                f"invalid glob pattern {described}: it holds an unpaired surrogate (\\ud800-\\udfff)"
+            ) from None
         except re2.error as exc:
-            raise ToolError(f"invalid glob pattern {', '.join(patterns)!r}: {exc}") from None
+            raise ToolError(f"invalid glob pattern {described}: {re2_reason(exc)}") from None
 
     def matches(self, path: str) -> bool:
-        """True when relative ``path`` (``/``-separated) matches one of the patterns.
-
-        A name that is not UTF-8 is matched in the form every tool shows it (``caf\\xe9.txt``).
-        """
-        try:
-            return self._regex.search(path) is not None
-        except UnicodeEncodeError:
-            return self._regex.search(visible_text(path)) is not None
+        """True when relative ``path`` (``/``-separated) matches, as :func:`printable` shows it."""
+        return self._regex.search(printable(path)) is not None

@@ -16,7 +16,8 @@ sorted, as :class:`Entry` objects whose ``rel`` is relative to the start.
   files of the start directory, of its ancestors up to its root, and of every
   directory walked are honoured with git's precedence (a deeper file overrides
   a shallower one, a later line an earlier one, ``!`` re-includes) and an
-  ignored directory is not entered.
+  ignored directory is not entered. A name that is not valid UTF-8 is matched
+  as :func:`~awf_mcp.builtins.listing.printable` shows it.
 * Between entries the walk checks the call's ``cancelled`` flag and raises
   :class:`Cancelled` once it is set.
 """
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from awf_mcp.builtins.limits import MIB
+from awf_mcp.builtins.listing import printable
 from awf_mcp.builtins.sandbox import DIR_FLAGS, PathRefused, Sandbox
 from awf_mcp.ports import ToolError, current_call
 
@@ -71,8 +73,8 @@ class Entry:
             return 0.0
 
 
-def _read_gitignore(dir_fd: int) -> Any:
-    """The ``GitIgnoreSpec`` of the ``.gitignore`` in ``dir_fd``, or ``None``."""
+def gitignore_lines(dir_fd: int) -> list[str] | None:
+    """The lines of the ``.gitignore`` in ``dir_fd`` (its first MiB), or ``None`` when there is none."""
     try:
         fd = os.open(".gitignore", _READ_FLAGS, dir_fd=dir_fd)
     except OSError:
@@ -84,9 +86,17 @@ def _read_gitignore(dir_fd: int) -> Any:
         return None
     finally:
         os.close(fd)
+    return raw.decode("utf-8", "replace").splitlines()
+
+
+def _read_gitignore(dir_fd: int) -> Any:
+    """The ``GitIgnoreSpec`` of the ``.gitignore`` in ``dir_fd``, or ``None``."""
+    lines = gitignore_lines(dir_fd)
+    if lines is None:
+        return None
     import pathspec
 
-    return pathspec.GitIgnoreSpec.from_lines(raw.decode("utf-8", "replace").splitlines())
+    return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 class _IgnoreRules:
@@ -107,7 +117,7 @@ class _IgnoreRules:
 
     def ignored(self, real_path: str, is_dir: bool) -> bool:
         for base, spec in reversed(self._stack):
-            rel = os.path.relpath(real_path, base) + ("/" if is_dir else "")
+            rel = printable(os.path.relpath(real_path, base)) + ("/" if is_dir else "")
             verdict = spec.check_file(rel).include
             if verdict is not None:
                 return bool(verdict)

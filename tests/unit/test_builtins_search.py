@@ -5,16 +5,53 @@ from __future__ import annotations
 import os
 import threading
 import time
+import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
-from awf_mcp.builtins import BuiltinTools, Sandbox
-from awf_mcp.builtins.limits import GLOB_MAX_RESULTS, GREP_MAX_LINE_BYTES, LINE_SHOW_CHARS
+from awf_mcp.builtins import BuiltinTools, Sandbox, grepping
+from awf_mcp.builtins.globbing import glob_files
+from awf_mcp.builtins.grepping import grep
+from awf_mcp.builtins.limits import (
+    GLOB_MAX_RESULTS,
+    GREP_MAX_LINE_BYTES,
+    GREP_MAX_LINES,
+    GREP_SHOWN_LINE_BYTES,
+    SEARCH_OUTPUT_BYTES,
+)
+from awf_mcp.builtins.listing import printable
 from awf_mcp.builtins.patterns import expand_braces
+from awf_mcp.builtins.ripgrep import ENGINE_VARIABLE, ripgrep_binary
 from awf_mcp.ports import CallContext, ToolError, ToolResult, bind_call_context, unbind_call_context
-from tests.helpers.providers import call_with_budget
+
+ENGINES = ("ripgrep", "python")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every test here runs on both engines unless it parametrizes ``engine`` itself."""
+    own = any(
+        mark.args and mark.args[0] == "engine" for mark in metafunc.definition.iter_markers("parametrize")
+    )
+    if "engine" in metafunc.fixturenames and not own:
+        metafunc.parametrize("engine", ENGINES)
+
+
+@pytest.fixture(autouse=True)
+def search_engine(engine: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Grep and Glob on ``engine``; ripgrep must be found (it is a dependency), never skipped."""
+    monkeypatch.setenv(ENGINE_VARIABLE, "python" if engine == "python" else "auto")
+    ripgrep_binary.cache_clear()
+    assert (ripgrep_binary() is None) == (engine == "python"), "the ripgrep dependency is not installed"
+    yield engine
+    ripgrep_binary.cache_clear()
+
+
+PYTHON_ONLY = pytest.mark.parametrize("engine", ["python"])
+"""For behaviour of the pure-Python engine alone (progress by files searched, the whole-file read)."""
 
 
 def make(root: Path, files: dict[str, str | bytes]) -> None:
@@ -33,10 +70,6 @@ async def lines_of(tools: BuiltinTools, name: str, **arguments: Any) -> list[str
     return result.content[0].text.split("\n")
 
 
-async def grep_with_budget(tools: BuiltinTools, budget: int, **arguments: Any) -> str:
-    return await call_with_budget(tools, "Grep", budget, **arguments)
-
-
 # --- patterns ---------------------------------------------------------------------------------------
 
 
@@ -50,21 +83,6 @@ def test_brace_expansion() -> None:
 
 
 # --- Glob -------------------------------------------------------------------------------------------
-
-
-def test_a_pathological_brace_pattern_is_refused_before_any_expansion() -> None:
-    """A 3.8 KB pattern once took minutes of expansion; the cost is now known up front."""
-    import time
-
-    hostile = "{a,b}" * 9 + "/" + "/".join(["{" * 250] * 15)
-    started = time.process_time()
-    with pytest.raises(ToolError, match="nests braces more than 32 deep"):
-        expand_braces(hostile)
-    with pytest.raises(ToolError, match="more than 1000 alternatives"):
-        expand_braces("{a,b}" * 11)
-    with pytest.raises(ToolError, match="too large to expand"):
-        expand_braces("{a,b}" * 9 + "x" * 1000)
-    assert time.process_time() - started < 1.0
 
 
 @pytest.mark.anyio
@@ -91,21 +109,13 @@ async def test_glob_sorts_newest_first(tools: BuiltinTools, root: Path) -> None:
 
 
 @pytest.mark.anyio
-async def test_glob_pages_by_count_and_by_budget(tools: BuiltinTools, root: Path) -> None:
+async def test_glob_caps_results(tools: BuiltinTools, root: Path) -> None:
     (root / "many").mkdir()
     for index in range(GLOB_MAX_RESULTS + 5):
         (root / "many" / f"f{index:05d}").touch()
-    lines = (await call_with_budget(tools, "Glob", 1_000_000, pattern="many/*")).split("\n")
+    lines = await lines_of(tools, "Glob", pattern="many/*")
     assert len(lines) == GLOB_MAX_RESULTS + 1
-    assert "showing matches 1-1,000 of 1,005" in lines[-1] and "offset=1000 for the next 5" in lines[-1]
-    rest = (await call_with_budget(tools, "Glob", 1_000_000, pattern="many/*", offset=1000)).split("\n")
-    assert len(rest) == 5 and not set(rest) & set(lines)
-    small = await call_with_budget(tools, "Glob", 1_000, pattern="many/*")
-    assert len(small.encode()) <= 1_000 and "pass offset=" in small.split("\n")[-1]
-    assert (
-        await call_with_budget(tools, "Glob", 1_000, pattern="many/*", offset=2000)
-        == "No files past offset 2,000: 1,005 matched."
-    )
+    assert "showing matches 1-1,000 of 1,005" in lines[-1] and "offset=1000" in lines[-1]
 
 
 @pytest.mark.anyio
@@ -123,13 +133,14 @@ async def test_glob_skips_git_and_refuses_bad_patterns(tools: BuiltinTools, root
 
 
 @pytest.mark.anyio
-async def test_glob_lists_links_inside_and_shows_other_roots_absolute(tmp_path: Path) -> None:
+async def test_glob_lists_no_links_and_shows_other_roots_absolute(tmp_path: Path) -> None:
     first, second = tmp_path / "first", tmp_path / "second"
-    make(first, {"real.txt": ""})
+    make(first, {"real.txt": "", "dir/in.txt": ""})
     make(second, {"other.txt": ""})
     (first / "alias.txt").symlink_to("real.txt")
+    (first / "linked").symlink_to("dir")
     tools = BuiltinTools(Sandbox([str(first), str(second)]))
-    assert sorted(await lines_of(tools, "Glob", pattern="*.txt")) == ["alias.txt", "real.txt"]
+    assert sorted(await lines_of(tools, "Glob", pattern="**/*.txt")) == ["dir/in.txt", "real.txt"]
     assert await lines_of(tools, "Glob", pattern="*.txt", cwd=str(second)) == [str(second / "other.txt")]
 
 
@@ -177,57 +188,21 @@ async def test_grep_context_and_separators(tools: BuiltinTools, root: Path) -> N
 
 
 @pytest.mark.anyio
-async def test_grep_head_limit_pages_with_offset(tools: BuiltinTools, root: Path) -> None:
-    make(root, {"many.txt": "hit\n" * 20})
+async def test_grep_head_limit_and_line_cap(tools: BuiltinTools, root: Path) -> None:
+    make(root, {"many.txt": "hit\n" * (GREP_MAX_LINES + 50)})
     lines = await lines_of(tools, "Grep", pattern="hit", head_limit=3)
     assert lines[:3] == ["many.txt:1:hit", "many.txt:2:hit", "many.txt:3:hit"]
     assert lines[3] == "[head_limit=3 reached; more results exist: pass offset=3 for the next page]"
     assert len(lines) == 4
-    lines = await lines_of(tools, "Grep", pattern="hit", head_limit=3, offset=3)
-    assert lines[:3] == ["many.txt:4:hit", "many.txt:5:hit", "many.txt:6:hit"]
-    lines = await lines_of(tools, "Grep", pattern="hit", offset=18)
-    assert lines == ["many.txt:19:hit", "many.txt:20:hit"]
-    lines = await lines_of(tools, "Grep", pattern="hit", offset=50)
-    assert lines == ["No matches found past offset 50 (searched 1 files)."]
+    lines = await lines_of(tools, "Grep", pattern="hit")
+    assert len(lines) == GREP_MAX_LINES + 1
+    assert "truncated at 10,000 lines" in lines[-1]
     make(root, {"second.txt": "hit\n"})
     lines = await lines_of(tools, "Grep", pattern="hit", output_mode="files_with_matches", head_limit=1)
     assert lines == [
         "many.txt",
         "[head_limit=1 reached; more results exist: pass offset=1 for the next page]",
     ]
-
-
-@pytest.mark.anyio
-async def test_grep_output_fits_the_budget_and_the_note_pages_on(tools: BuiltinTools, root: Path) -> None:
-    make(root, {"many.txt": "".join(f"hit {n}\n" for n in range(5000))})
-    text = await grep_with_budget(tools, 2000, pattern="hit")
-    assert len(text.encode()) <= 2000
-    *shown, note = text.split("\n")
-    assert shown[0] == "many.txt:1:hit 0" and note.startswith("[awf-mcp: ")
-    next_offset = len(shown)
-    assert f"{5000 - next_offset:,} more output lines not shown" in note
-    assert f"offset={next_offset}" in note
-    following = await grep_with_budget(tools, 2000, pattern="hit", offset=next_offset)
-    assert following.split("\n")[0] == f"many.txt:{next_offset + 1}:hit {next_offset}"
-
-
-@pytest.mark.anyio
-async def test_grep_budget_exactly_met_and_one_byte_over(tools: BuiltinTools, root: Path) -> None:
-    from awf_mcp.builtins.grepping import NOTE_ROOM
-
-    make(root, {"f.txt": "hit\n" * 4})
-    line = "f.txt:1:hit\n"
-    exact = NOTE_ROOM + 4 * len(line)
-    assert "[awf-mcp" not in await grep_with_budget(tools, exact, pattern="hit")
-    cut = await grep_with_budget(tools, exact - 1, pattern="hit")
-    assert cut.count("f.txt:") == 3 and "1 more output lines not shown" in cut
-
-
-@pytest.mark.anyio
-async def test_grep_cuts_a_huge_line_and_keeps_multibyte_text_whole(tools: BuiltinTools, root: Path) -> None:
-    make(root, {"min.js": "é" * (LINE_SHOW_CHARS + 500) + " needle\n"})
-    text = await grep_with_budget(tools, 100_000, pattern="needle")
-    assert text.startswith("min.js:1:" + "é" * LINE_SHOW_CHARS + " [... 507 more characters]")
 
 
 @pytest.mark.anyio
@@ -312,6 +287,7 @@ async def test_grep_prefilter_keeps_anchored_patterns(tools: BuiltinTools, root:
     assert await lines_of(tools, "Grep", pattern="(?i)^SECOND$") == ["f.txt:2:second"]
 
 
+@PYTHON_ONLY
 @pytest.mark.anyio
 async def test_grep_reports_progress_and_stops_when_cancelled(tools: BuiltinTools, root: Path) -> None:
     make(root, {f"d/f{index:04d}.txt": "x\n" for index in range(250)})
@@ -335,31 +311,288 @@ async def test_grep_reports_progress_and_stops_when_cancelled(tools: BuiltinTool
         unbind_call_context(token)
 
 
-def test_grep_reads_a_file_that_grew_after_fstat_line_by_line(
-    root: Path, monkeypatch: pytest.MonkeyPatch
+# --- hostile inputs: names, sizes, cost, cancellation -------------------------------------------------
+
+
+def test_printable_escapes_undecodable_bytes_and_control_characters() -> None:
+    assert printable("plain/café.txt") == "plain/café.txt"
+    assert printable(os.fsdecode(b"caf\xe9.txt")) == "caf\\xe9.txt"
+    assert printable("two\nlines\r\x1b[31m") == "two\\x0alines\\x0d\\x1b[31m"
+    assert printable("evil\u202etxt.exe\u2028") == "evil\\u202etxt.exe\\u2028"
+    assert printable("back\\slash") == "back\\slash"
+    printable(os.fsdecode(bytes(range(1, 256)))).encode("utf-8")  # always valid UTF-8
+
+
+@pytest.mark.anyio
+async def test_non_utf8_and_control_character_names_are_shown_escaped(
+    tools: BuiltinTools, root: Path
 ) -> None:
-    """The size is checked, then the file grows (another writer): memory stays bounded."""
-    import tracemalloc
+    (root / os.fsdecode(b"caf\xe9.txt")).write_text("needle\n")
+    (root / "new\nline.txt").write_text("needle\n")
+    (root / "ok.txt").write_text("needle\n")
+    assert sorted(await lines_of(tools, "Glob", pattern="*")) == [
+        "caf\\xe9.txt",
+        "new\\x0aline.txt",
+        "ok.txt",
+    ]
+    assert await lines_of(tools, "Glob", pattern="caf*") == ["caf\\xe9.txt"]
+    grep = sorted(await lines_of(tools, "Grep", pattern="needle"))
+    assert grep == ["caf\\xe9.txt:1:needle", "new\\x0aline.txt:1:needle", "ok.txt:1:needle"]
+    assert await lines_of(tools, "Grep", pattern="needle", glob="caf*", output_mode="files_with_matches") == [
+        "caf\\xe9.txt"
+    ]
+    for text in (*grep, *await lines_of(tools, "Glob", pattern="*")):
+        text.encode("utf-8")
 
-    from awf_mcp.builtins import grepping
 
-    big = root / "growing.log"
-    with open(big, "wb") as handle:
-        handle.write((b"x" * 1023 + b"\n") * (24 * 1024) + b"needle\n")
+@pytest.mark.anyio
+async def test_grep_cuts_long_lines_and_stops_at_the_byte_budget(tools: BuiltinTools, root: Path) -> None:
+    line = "needle " + "x" * (GREP_SHOWN_LINE_BYTES * 3)
+    (root / "wide.txt").write_text(line + "\n")
+    shown = (await lines_of(tools, "Grep", pattern="needle"))[0]
+    assert shown.startswith("wide.txt:1:needle xxx")
+    assert shown.endswith(f"[... line cut: {len(line) - GREP_SHOWN_LINE_BYTES:,} more bytes]")
+    assert len(shown) < GREP_SHOWN_LINE_BYTES + 100
+    sandbox = Sandbox([str(root)])
+    (root / "many.txt").write_text("needle\n" * 5000)
+    result = grep(sandbox, {"pattern": "needle", "path": "many.txt"}, output_bytes=10_000)
+    text = result.content[0].text
+    assert len(text.encode()) <= 10_000
+    *shown_lines, note = text.split("\n")
+    assert note.startswith("[awf-mcp: more output not shown (the output budget, 10,000 bytes)")
+    assert f"pass offset={len(shown_lines)} for the next page" in note
+    following = grep(sandbox, {"pattern": "needle", "path": "many.txt", "offset": len(shown_lines)})
+    assert following.content[0].text.startswith(f"many.txt:{len(shown_lines) + 1}:needle")
+    make(root, {f"d/file{index:03d}.txt": "needle\n" for index in range(100)})
+    listed = grep(
+        sandbox, {"pattern": "needle", "path": "d", "output_mode": "files_with_matches"}, output_bytes=400
+    )
+    assert listed.content[0].text.split("\n")[:2] == ["d/file000.txt", "d/file001.txt"]
+    assert "pass offset=" in listed.content[0].text and len(listed.content[0].text) <= 400
+
+
+@pytest.mark.anyio
+async def test_grep_output_of_hard_linked_big_files_stays_within_the_budget(
+    tools: BuiltinTools, root: Path
+) -> None:
+    chunk = ("needle " + "y" * 1000 + "\n") * 2048  # 2 MiB of matching lines
+    (root / "big.txt").write_text(chunk)
+    for index in range(8):
+        os.link(root / "big.txt", root / f"link{index}.txt")
+    result = await tools.call_tool("Grep", {"pattern": "needle"})
+    text = result.content[0].text
+    assert SEARCH_OUTPUT_BYTES // 2 < len(text.encode()) <= SEARCH_OUTPUT_BYTES
+    assert "more output not shown" in text.splitlines()[-1]
+
+
+@pytest.mark.anyio
+async def test_glob_output_stays_within_the_budget(root: Path) -> None:
+    deep = root / "/".join(["d" * 200] * 4)
+    deep.mkdir(parents=True)
+    for index in range(40):
+        (deep / f"{index:03d}{'n' * 200}").touch()
+    result = glob_files(Sandbox([str(root)]), {"pattern": "**/*"}, output_bytes=10_000)
+    lines = result.content[0].text.split("\n")
+    assert len(result.content[0].text.encode()) <= 10_000
+    assert lines[-1].startswith(f"[awf-mcp: showing matches 1-{len(lines) - 1} of 40, newest first")
+
+
+@pytest.mark.anyio
+async def test_glob_keeps_only_the_newest_while_walking(tools: BuiltinTools, root: Path) -> None:
+    (root / "many").mkdir()
+    now = time.time()
+    count = GLOB_MAX_RESULTS * 2 + 321
+    for index in range(count):
+        path = root / "many" / f"f{index:05d}"
+        path.touch()
+        os.utime(path, (now - index, now - index))
+    lines = await lines_of(tools, "Glob", pattern="many/*")
+    assert lines[:-1] == [f"many/f{index:05d}" for index in range(GLOB_MAX_RESULTS)]
+    assert lines[-1].startswith(f"[awf-mcp: showing matches 1-1,000 of {count:,}, newest first")
+
+
+@pytest.mark.anyio
+async def test_glob_walks_overlapping_alternatives_once(tools: BuiltinTools, root: Path) -> None:
+    make(
+        root,
+        {"src/a.py": "", "src/deep/b.py": "", "src/deep/more/c.py": "", ".git/x.py": "", "s[x]/d.py": ""},
+    )
+    assert sorted(
+        await lines_of(tools, "Glob", pattern="{src,src/deep,src/deep/more,src/deep/../deep}/*.py")
+    ) == [
+        "src/a.py",
+        "src/deep/b.py",
+        "src/deep/more/c.py",
+    ]
+    assert sorted(await lines_of(tools, "Glob", pattern="{src/**/*.py,src/deep/**/*.py}")) == [
+        "src/a.py",
+        "src/deep/b.py",
+        "src/deep/more/c.py",
+    ]
+    assert await lines_of(tools, "Glob", pattern="{*/d.py,s[[]x]/d.py}") == ["s[x]/d.py"]
+    assert sorted(await lines_of(tools, "Glob", pattern="{src/a.py,.git/*.py}")) == [".git/x.py", "src/a.py"]
+
+
+def test_brace_expansion_cost_is_bounded_up_front() -> None:
+    hostile = "{a,b}" * 9 + "/" + "/".join(["{" * 250] * 15)
+    started = time.monotonic()
+    with pytest.raises(ToolError, match="65,536 characters in all"):
+        expand_braces(hostile)
+    alternatives = expand_braces("{a,b}" * 9 + "/" + "{" * 100)
+    assert len(alternatives) == 512 and alternatives[0] == "aaaaaaaaa/" + "{" * 100
+    with pytest.raises(ToolError, match="more than 1000 alternatives"):
+        expand_braces("{a,b}" * 10 + "{" * 4000)
+    with pytest.raises(ToolError, match="65,536 characters in all"):
+        expand_braces("{a,b}" * 9 + "*" * 4000)
+    with pytest.raises(ToolError, match="deeper than 32 levels"):
+        expand_braces("{a," * 40 + "b" + "}" * 40)
+    assert time.monotonic() - started < 1.0
+    assert expand_braces("{a," * 20 + "b" + "}" * 20) == ["a", "b"]
+    cancelled = threading.Event()
+    cancelled.set()
+    with pytest.raises(ToolError, match="cancelled"):
+        expand_braces("{a,b}/{c,d}", cancelled)
+
+
+@pytest.mark.anyio
+async def test_hostile_brace_patterns_answer_quickly(tools: BuiltinTools, root: Path) -> None:
+    make(root, {"x.txt": "needle\n"})
+    hostile = "{a,b}" * 9 + "/" + "/".join(["{" * 250] * 15)
+    started = time.monotonic()
+    with pytest.raises(ToolError, match="expands to more than 65,536 characters"):
+        await tools.call_tool("Glob", {"pattern": hostile})
+    with pytest.raises(ToolError, match="expands to more than 65,536 characters"):
+        await tools.call_tool("Grep", {"pattern": "needle", "glob": hostile})
+    accepted = "*{a,b}" * 9 + "/" + "/".join(["?" * 10] * 10)
+    assert (await tools.call_tool("Glob", {"pattern": accepted})).content[0].text.startswith("No files match")
+    grep_result = await tools.call_tool("Grep", {"pattern": "needle", "glob": accepted})
+    assert grep_result.content[0].text.startswith("No matches found")
+    assert time.monotonic() - started < 5.0
+    with pytest.raises(ToolError, match="glob is too long"):
+        await tools.call_tool("Grep", {"pattern": "needle", "glob": "*" * 5000})
+
+
+@pytest.mark.anyio
+async def test_glob_errors_are_sentences_not_bytes(tools: BuiltinTools) -> None:
+    with pytest.raises(ToolError) as error:
+        await tools.call_tool("Glob", {"pattern": "[z-a]"})
+    message = str(error.value)
+    assert "b'" not in message
+    assert message == (
+        "invalid glob pattern '[z-a]': the character range z-a runs backwards "
+        "(write the lower character first, e.g. a-z)"
+    )
+    with pytest.raises(ToolError, match=r"^invalid glob pattern '\[z-a\]': the character range"):
+        await tools.call_tool("Grep", {"pattern": "x", "glob": "[z-a]"})
+    with pytest.raises(ToolError, match="unpaired surrogate"):
+        await tools.call_tool("Grep", {"pattern": "x", "glob": "\ud800*"})
+
+
+@PYTHON_ONLY
+@pytest.mark.anyio
+async def test_grep_reads_a_file_that_grew_after_fstat_within_the_cap(
+    tools: BuiltinTools, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = root / "growing.log"
+    path.write_bytes(b"start\n" + b"z" * 100 + b"\n")
+    with path.open("ab") as grown:
+        for _ in range(40):
+            grown.write((b"f" * 1023 + b"\n") * 1024)  # 40 MiB in all
+        grown.write(b"needle at the end\n")
     real_fstat = os.fstat
 
-    def stale_fstat(fd: int) -> os.stat_result:
+    def fstat_before_growth(fd: int) -> os.stat_result:
         info = real_fstat(fd)
-        return os.stat_result((info.st_mode, *info[1:6], 1024, *info[7:]))
+        if info.st_ino != path.stat().st_ino:
+            return info
+        fields = list(info)
+        fields[6] = 107  # the size fstat saw before the file grew
+        return os.stat_result(fields)
 
-    monkeypatch.setattr(grepping.os, "fstat", stale_fstat)
-    regex, prefilter = grepping.compile_pattern("needle", False)
-    search = grepping._Search(
-        regex, prefilter, "content", 0, 0, grepping._Output(offset=0, limit=None, room=10_000)
-    )
+    monkeypatch.setattr(grepping.os, "fstat", fstat_before_growth)
     tracemalloc.start()
-    grepping._search_fd(os.open(big, os.O_RDONLY), "growing.log", search, explicit=True)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    assert search.output.lines == [f"growing.log:{24 * 1024 + 1}:needle"]
-    assert peak < 12 * 1024 * 1024, f"peak {peak / 2**20:.0f} MiB"
+    try:
+        lines = await lines_of(tools, "Grep", pattern="needle", path="growing.log")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert lines == ["growing.log:40963:needle at the end"]
+    assert peak < 12 * 1024 * 1024, peak
+
+
+def _cancel_after(delay: float) -> CallContext:
+    context = CallContext(tool_name="test")
+    threading.Timer(delay, context.cancelled.set).start()
+    return context
+
+
+@pytest.mark.anyio
+async def test_grep_of_an_endless_sparse_file_stops_when_cancelled(
+    tools: BuiltinTools, root: Path, engine: str
+) -> None:
+    with (root / "sparse.txt").open("wb") as sparse:
+        sparse.write(b"needle\n" * 2000)
+        sparse.truncate(1 << 40)  # 1 TiB, mostly one endless line of NUL bytes
+    calls = [{"pattern": "needle", "path": "sparse.txt"}]  # one file: always the pure-Python engine
+    if engine == "python":  # ripgrep sees the NUL bytes in its first buffer and skips the file as binary
+        calls.append({"pattern": "needle"})
+    for arguments in calls:
+        token = bind_call_context(_cancel_after(0.3))
+        started = time.monotonic()
+        try:
+            with anyio.fail_after(20), pytest.raises(ToolError, match="cancelled"):
+                await tools.call_tool("Grep", arguments)
+        finally:
+            unbind_call_context(token)
+        assert time.monotonic() - started < 10
+
+
+@pytest.mark.anyio
+async def test_glob_stops_when_cancelled(tools: BuiltinTools, root: Path) -> None:
+    make(root, {f"d{index}/f.txt": "" for index in range(50)})
+    context = CallContext(tool_name="Glob")
+    context.cancelled.set()
+    token = bind_call_context(context)
+    try:
+        with pytest.raises(ToolError, match="cancelled"):
+            await tools.call_tool("Glob", {"pattern": "**/*.txt"})
+        with pytest.raises(ToolError, match="cancelled"):
+            await tools.call_tool("Glob", {"pattern": "{d1,d2}/*.txt"})
+    finally:
+        unbind_call_context(token)
+
+
+def make_heavy_tree(root: Path) -> None:
+    """About 3 GiB to search through hard links to one 48 MiB text file: seconds for either engine."""
+    line = b"".join(b"word%05d " % index for index in range(100)) + b"\n"
+    (root / "heavy").mkdir()
+    (root / "heavy" / "big.txt").write_bytes(line * (48 * 1024 * 1024 // len(line)))
+    for index in range(64):
+        os.link(root / "heavy" / "big.txt", root / "heavy" / f"link{index:02d}.txt")
+
+
+@pytest.mark.anyio
+async def test_a_long_grep_stops_at_once_when_cancelled(tools: BuiltinTools, root: Path) -> None:
+    make_heavy_tree(root)
+    for mode in ("content", "files_with_matches", "count"):
+        token = bind_call_context(_cancel_after(0.5))
+        started = time.monotonic()
+        try:
+            with anyio.fail_after(30), pytest.raises(ToolError, match="cancelled"):
+                await tools.call_tool("Grep", {"pattern": r"\w{3}\d{3}\s\w{7}\d\W{2}", "output_mode": mode})
+        finally:
+            unbind_call_context(token)
+        assert time.monotonic() - started < 3.0
+
+
+@pytest.mark.anyio
+async def test_glob_breaks_mtime_ties_by_path_past_the_cap(tools: BuiltinTools, root: Path) -> None:
+    (root / "same").mkdir()
+    names = [f"f{index:05d}" for index in range(GLOB_MAX_RESULTS * 2 + 500)]
+    for name in reversed(names):
+        (root / "same" / name).touch()
+        os.utime(root / "same" / name, (1_700_000_000, 1_700_000_000))
+    (root / "same" / "newest").touch()
+    lines = await lines_of(tools, "Glob", pattern="same/*")
+    assert lines[:-1] == ["same/newest", *[f"same/{name}" for name in names[: GLOB_MAX_RESULTS - 1]]]
+    assert lines[-1].startswith(f"[awf-mcp: showing matches 1-1,000 of {len(names) + 1:,}, newest first")
