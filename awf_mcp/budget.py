@@ -57,6 +57,22 @@ def budget_for_client(client_name: str | None) -> int:
     return CLIENT_BUDGETS.get(client_name.strip().lower(), DEFAULT_BUDGET)
 
 
+def rules(configured: int | None) -> dict[str, Any]:
+    """The budget rules as data (``tools list --json``): what each client gets, how results shorten."""
+    return {
+        "unit": "UTF-8 bytes of result text per call",
+        "configured": configured,
+        "by_client": dict(CLIENT_BUDGETS),
+        "default": DEFAULT_BUDGET,
+        "shortening": (
+            "a result over the budget is shortened by its tool and ends with one note "
+            "'[awf-mcp: ...]' saying what was left out and how to get it (Read offset or column, "
+            "Grep and Glob offset, Bash's output file); other text is cut at a line; structured "
+            "content over the budget makes the call an error"
+        ),
+    }
+
+
 def current_budget(outside: int = DEFAULT_BUDGET) -> int:
     """The output budget of the call running in this task or thread; ``outside`` when there is none.
 

@@ -149,7 +149,14 @@ def tools_list(
                 if schema:
                     row["input_schema"] = d.input_schema
                 rows.append(row)
-            print(json.dumps({"tools": rows, "warnings": warnings}, indent=2, sort_keys=True))
+            from awf_mcp import budget
+
+            report = {
+                "tools": rows,
+                "warnings": warnings,
+                "output_budget": budget.rules(rt.settings.output_budget),
+            }
+            print(json.dumps(report, indent=2, sort_keys=True))
         else:
             from rich.console import Console
             from rich.table import Table

@@ -88,3 +88,22 @@ async def test_a_bad_output_budget_is_a_clear_start_up_error(root: Path) -> None
     )
     assert done.returncode == 1
     assert "--output-budget must be a whole number of bytes from 1,000" in done.stderr
+
+
+def test_tools_list_json_states_the_budget_rules(root: Path) -> None:
+    import json
+    import subprocess
+
+    from tests.helpers.harness import server_command, server_env
+
+    done = subprocess.run(
+        server_command("tools", "list", "--json", "--root", str(root)),
+        capture_output=True,
+        text=True,
+        env=server_env(),
+        timeout=60,
+        check=True,
+    )
+    rules = json.loads(done.stdout)["output_budget"]
+    assert rules["by_client"]["codex-mcp-client"] == 10_000 and rules["default"] == budget.DEFAULT_BUDGET
+    assert rules["configured"] is None and "[awf-mcp: ...]" in rules["shortening"]
