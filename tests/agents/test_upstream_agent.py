@@ -15,24 +15,12 @@ from pathlib import Path
 import pytest
 
 from tests.agents.fake_model import FakeModel, Scenario
-from tests.agents.test_real_agents import (
-    Workspace,
-    agent_binary,
-    assert_round_trip,
-    claude,
-    claude_env,
-    fake_model,  # noqa: F401  (the fixture)
-    workspace,  # noqa: F401  (the fixture)
-)
-from tests.agents.test_real_agents import awf_config as write_awf_config
+from tests.agents.kit import Workspace, agent_binary, assert_round_trip, awf_config, claude, claude_env
 
 pytestmark = [pytest.mark.agents, pytest.mark.slow, pytest.mark.timeout(600)]
 
 
-def test_claude_code_calls_an_upstream_tool_through_awf(
-    workspace: Workspace,  # noqa: F811  (the imported fixture)
-    fake_model: FakeModel,  # noqa: F811  (the imported fixture)
-) -> None:
+def test_claude_code_calls_an_upstream_tool_through_awf(workspace: Workspace, fake_model: FakeModel) -> None:
     agent_binary("claude")
     time_server = shutil.which("mcp-server-time", path=str(Path(sys.executable).parent))
     assert time_server, "mcp-server-time is not installed: pip install -e '.[test]'"
@@ -42,5 +30,7 @@ def test_claude_code_calls_an_upstream_tool_through_awf(
     accepted = {"projects": {str(workspace.project): {"hasTrustDialogAccepted": True}}}
     (workspace.home / ".claude.json").write_text(json.dumps(accepted), encoding="utf-8")
     env = claude_env(workspace, fake_model)
-    write_awf_config("claude", workspace, env, "--trust", "all", "--only", "time_*", "--config", str(config))
+    awf_config(
+        "claude", workspace, env, "--trust", "all", serve=("--only", "time_*", "--config", str(config))
+    )
     assert_round_trip(claude(workspace, env), fake_model, "Europe/Paris")
