@@ -50,6 +50,12 @@ def server_instructions(settings: Settings, plugin_paragraphs: Sequence[str] = (
             "path must lie inside a root; a path that leaves the roots, symlinks included, is refused. "
             "Read line numbers are 1-based and match Grep's."
         )
+        parts.append(
+            "Every process a foreground Bash command starts ends with the call. For dev servers, "
+            "watchers and long builds, run Bash with run_in_background: it returns a job id at once; "
+            "BashOutput reads the job's new output and state, KillShell stops it. Jobs end when the "
+            "server does."
+        )
     parts.append(_budget_sentence(settings))
     parts.extend(paragraph[:MAX_PLUGIN_PARAGRAPH] for paragraph in plugin_paragraphs if paragraph)
     return "\n\n".join(parts)

@@ -71,6 +71,7 @@ async def test_instructions_state_the_roots_and_the_budget(root: Path, stateless
         instructions = opened.instructions or ""
     assert str(root) in instructions
     assert "[awf-mcp: ...]" in instructions and "offset" in instructions
+    assert "run_in_background" in instructions and "BashOutput" in instructions
 
 
 async def test_a_bad_output_budget_is_a_clear_start_up_error(root: Path) -> None:
