@@ -160,13 +160,21 @@ def _record_for(ep: metadata.EntryPoint) -> PluginRecord:
     return record
 
 
+def _check_hook_names(manager: pluggy.PluginManager) -> None:
+    """Fail a plugin that implements a hook no spec declares (a misspelling), naming the real ones."""
+    try:
+        manager.check_pending()
+    except pluggy.PluginValidationError as exc:
+        known = ", ".join(sorted(name for name in vars(hookspecs) if name.startswith("awf_mcp_")))
+        raise PluginError(f"{exc.args[0] if exc.args else exc}; awf-mcp's hooks are {known}") from None
+
+
 def _call_register_hook(manager: pluggy.PluginManager, module: object, context: PluginContext) -> list[Any]:
-    impls = [impl for impl in manager.hook.awf_mcp_register_tools.get_hookimpls() if impl.plugin is module]
-    if not impls and not manager.get_hookcallers(module):
+    """Call ``module``'s ``awf_mcp_register_tools`` alone, through pluggy (wrappers and rules apply)."""
+    if not manager.get_hookcallers(module):
         raise PluginError("it implements no awf_mcp hook (mark functions with @awf_mcp.hookimpl)")
-    available = {"plugin": context}
-    for impl in impls:
-        impl.function(**{name: available[name] for name in impl.argnames if name in available})
+    others = [plugin for plugin in manager.get_plugins() if plugin is not module]
+    manager.subset_hook_caller("awf_mcp_register_tools", remove_plugins=others)(plugin=context)
     return context.registered
 
 
@@ -207,11 +215,15 @@ def load(settings: Settings, *, on_failure: Callable[[PluginRecord], None] | Non
 
     def attempt(record: PluginRecord, import_module: Callable[[], object]) -> None:
         records.append(record)
+        module: object = None
         try:
             module = import_module()
             manager.register(module, name=record.name)
+            _check_hook_names(manager)
             _collect(manager, module, record, settings)
         except Exception as exc:
+            if module is not None and manager.is_registered(module):
+                manager.unregister(module)  # a failed plugin's other hooks (policy, instructions) never run
             if settings.strict or record.source == BUILTIN_SOURCE:
                 raise PluginError(f"{record.describe()} failed to load: {describe_exception(exc)}") from exc
             record.fail(describe_exception(exc))
