@@ -153,12 +153,15 @@ def _escapers(marker: str) -> str:
 
 def _sleeps(marker: str) -> list[int]:
     """Marked processes other than the shell and the keeper (whose command lines hold the marker too)."""
-    return [
-        pid
-        for pid in marked_pids(marker)
-        if b"children.py" not in Path(f"/proc/{pid}/cmdline").read_bytes()
-        and not Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"/bin/bash\0-c")
-    ]
+    found = []
+    for pid in marked_pids(marker):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:  # it exited since the scan
+            continue
+        if b"children.py" not in cmdline and not cmdline.startswith(b"/bin/bash\0-c"):
+            found.append(pid)
+    return found
 
 
 def _gone(marker: str) -> bool:
