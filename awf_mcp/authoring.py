@@ -56,7 +56,6 @@ Imports: the standard library, pydantic, anyio and :mod:`awf_mcp.ports` only.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import inspect
 import json
 import re
@@ -65,6 +64,7 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
+from awf_mcp.concurrency import call_either
 from awf_mcp.ports import (
     ToolAnnotations,
     ToolContent,
@@ -284,7 +284,6 @@ class _Parameter:
 class _Compiled:
     definition: ToolDefinition
     function: Callable[..., Any]
-    is_async: bool
     model: type[BaseModel]
     parameters: list[_Parameter]
     returns: TypeAdapter[Any] | None
@@ -390,7 +389,6 @@ def _compile(plugin: str, source: str, function: Callable[..., Any], spec: ToolS
     return _Compiled(
         definition=definition,
         function=function,
-        is_async=inspect.iscoroutinefunction(target),
         model=model,
         parameters=parameters,
         returns=returns,
@@ -509,15 +507,7 @@ class FunctionToolProvider:
         values = validated.__dict__
         args = [values[p.field] for p in compiled.parameters if p.positional_only]
         kwargs = {p.name: values[p.field] for p in compiled.parameters if not p.positional_only}
-        if compiled.is_async:
-            value = await compiled.function(*args, **kwargs)
-        else:
-            import anyio.to_thread
-
-            call = functools.partial(compiled.function, *args, **kwargs)
-            value = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
-            if inspect.isawaitable(value):
-                value = await value
+        value = await call_either(compiled.function, *args, **kwargs)
         return _to_result(compiled, value)
 
     def close(self) -> None:

@@ -15,7 +15,9 @@ import pluggy
 from awf_mcp.ports import PluginContext
 
 PROJECT_NAME = "awf_mcp"
-"""pluggy project name, and the entry-point group plugins declare."""
+"""pluggy project name."""
+ENTRY_POINT_GROUP = PROJECT_NAME
+"""The entry-point group plugins declare (``[project.entry-points.awf_mcp]``)."""
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)

@@ -121,15 +121,7 @@ class JobTable:
         stderr = StreamLog(self.outputs.new_file(f"{job_id}.stderr"), 64 * 1024)
         keeper, env = children.kept_command([shell, "-c", command], self.spawn_env(), cwd_fd=cwd_fd)
         try:
-            process = subprocess.Popen(
-                keeper,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=env,
-                start_new_session=True,
-                pass_fds=(cwd_fd,),
-            )
+            process = subprocess.Popen(keeper, **children.spawn_options(env, cwd_fd))
         except OSError as exc:
             stdout.close()
             stderr.close()

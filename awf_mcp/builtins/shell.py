@@ -37,7 +37,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 from collections.abc import Mapping
 from typing import Any
 
@@ -140,15 +139,7 @@ class ShellRunner:
             grace=BASH_KILL_GRACE,
         )
         try:
-            process = await anyio.open_process(
-                keeper,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=env,
-                start_new_session=True,
-                pass_fds=(cwd_fd,),
-            )
+            process = await anyio.open_process(keeper, **children.spawn_options(env, cwd_fd))
         except OSError as exc:
             raise ToolError(f"cannot start the shell: {exc.strerror or exc}") from exc
         finally:

@@ -1,11 +1,14 @@
 """The ``awf-mcp`` command line (Typer).
 
 Commands: ``serve``, ``tools list``, ``tools call``, ``config CLIENT``, ``plugins
-list|install|uninstall``, ``plugin init`` and ``--version``. This module parses
-arguments, prints (rich tables for people, stable JSON for scripts) and maps
-:class:`~awf_mcp.errors.AwfError` to exit codes (see :mod:`awf_mcp.errors`); the
-work is done by :mod:`awf_mcp.cli.runtime` (and :mod:`awf_mcp.ops.clientconfig`,
-:mod:`awf_mcp.ops.installer`, :mod:`awf_mcp.ops.scaffold`).
+list|install|uninstall``, ``plugin init``, ``servers list|import`` and ``--version``.
+This module parses arguments and prints (rich tables for people, stable JSON for
+scripts); the work is done by :mod:`awf_mcp.cli.runtime` (and
+:mod:`awf_mcp.ops.clientconfig`, :mod:`awf_mcp.ops.installer`,
+:mod:`awf_mcp.ops.scaffold`). The options a command shares with ``serve`` come from
+:mod:`awf_mcp.cli.options`. A command raises :class:`~awf_mcp.errors.AwfError`;
+:func:`awf_mcp.cli.main.main` turns it into its exit code. Each command runs in one
+event loop.
 
 ``serve`` is parsed and run by :mod:`awf_mcp.cli.main`, which the entry point calls
 without importing this module: start-up time is paid by every agent session.
@@ -15,13 +18,15 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Any
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from awf_mcp import __version__
-from awf_mcp.cli import main as launch
+from awf_mcp.cli.options import SERVE_DESCRIPTION, with_options
 from awf_mcp.cli.servers import servers_app
+from awf_mcp.core.config import ServeOptions
 from awf_mcp.errors import UserError
 from awf_mcp.ports import MAX_TOOL_NAME_LENGTH, client_tool_name
 
@@ -38,22 +43,8 @@ app.add_typer(tools_app, name="tools")
 app.add_typer(plugins_app, name="plugins")
 app.add_typer(servers_app, name="servers")
 
-RootOpt = Annotated[
-    list[str] | None,
-    typer.Option("--root", help="Directory the built-in tools are confined to (repeatable; default: cwd)."),
-]
-NoBuiltinsOpt = Annotated[bool, typer.Option("--no-builtins", help="Serve plugin tools only.")]
-OnlyOpt = Annotated[
-    list[str] | None, typer.Option("--only", help="Serve only tools matching NAME or GLOB (repeatable).")
-]
-ExcludeOpt = Annotated[
-    list[str] | None, typer.Option("--exclude", help="Do not serve tools matching NAME or GLOB (repeatable).")
-]
-ConfigOpt = Annotated[
-    str | None,
-    typer.Option("--config", help="Config file: AWF proxy JSON or TOML (default: ./awf-mcp.toml)."),
-]
-StrictOpt = Annotated[bool, typer.Option("--strict", help="Make any plugin failure fatal.")]
+T = TypeVar("T")
+
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print stable JSON for scripts.")]
 
 
@@ -76,145 +67,120 @@ def root_callback(
 
 
 @app.command(
-    help=launch.SERVE_DESCRIPTION + " Options: `awf-mcp serve --help`.",
+    help=SERVE_DESCRIPTION + " Options: `awf-mcp serve --help`.",
     add_help_option=False,
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
 )
 def serve(ctx: typer.Context) -> None:
-    """Forwarded to :func:`awf_mcp.cli.main.serve`, which defines and parses the options."""
-    launch.serve(ctx.args)
+    """Forwarded to :func:`awf_mcp.cli.main.serve`, whose parser :mod:`awf_mcp.cli.options` generates."""
+    from awf_mcp.cli.main import serve as serve_now
+
+    serve_now(ctx.args)
 
 
-def _start(**options: Any) -> Any:
+def _run(options: ServeOptions, work: Callable[[Any], Awaitable[T]]) -> T:
+    """Load the settings, start the runtime, ``await work(runtime)``, close it: one event loop."""
     import anyio
 
     from awf_mcp.cli import runtime
+    from awf_mcp.core import config
 
-    launch.configure_logging("WARNING")
-    settings = launch.load_settings(**options)
-    return anyio.run(runtime.start, settings)
+    runtime.configure_logging("WARNING")
+    settings = config.load(options)
 
+    async def run() -> T:
+        async with runtime.open_runtime(settings) as rt:
+            return await work(rt)
 
-def _close(rt: Any) -> None:
-    import anyio
-
-    from awf_mcp.cli import runtime
-
-    anyio.run(runtime.close, rt)
+    return anyio.run(run)
 
 
 @tools_app.command("list")
+@with_options("roots", "no_builtins", "only", "exclude", "config", "strict")
 def tools_list(
     json_output: JsonOpt = False,
     schema: Annotated[bool, typer.Option("--schema", help="Include each tool's input schema.")] = False,
-    root: RootOpt = None,
-    no_builtins: NoBuiltinsOpt = False,
-    only: OnlyOpt = None,
-    exclude: ExcludeOpt = None,
-    config: ConfigOpt = None,
-    strict: StrictOpt = False,
+    *,
+    options: ServeOptions,
 ) -> None:
     """List the tools an agent will get, in tools/list order."""
     from awf_mcp.core.registry import long_names
 
-    rt = launch.guarded(
-        lambda: _start(
-            root=root, no_builtins=no_builtins, only=only, exclude=exclude, config=config, strict=strict
-        )
-    )
-    try:
-        definitions = rt.registry.definitions()
-        too_long = long_names(definitions)
-        warnings = [
-            f"tool '{name}' exceeds {MAX_TOOL_NAME_LENGTH} characters as {client_tool_name('awf', name)}; "
-            "some clients will refuse it: "
-            "rename it in awf-mcp.toml"
-            for name in too_long
-        ]
-        if json_output:
-            rows = []
-            for d in definitions:
-                row: dict[str, Any] = {"name": d.name, "source": d.source, "description": d.description}
-                if d.annotations is not None:
-                    row["annotations"] = {
-                        k: v
-                        for k, v in {
-                            "readOnlyHint": d.annotations.read_only,
-                            "destructiveHint": d.annotations.destructive,
-                            "idempotentHint": d.annotations.idempotent,
-                            "openWorldHint": d.annotations.open_world,
-                        }.items()
-                        if v is not None
-                    }
-                if schema:
-                    row["input_schema"] = d.input_schema
-                rows.append(row)
-            from awf_mcp import budget
+    async def listing(rt: Any) -> tuple[list[Any], int | None]:
+        return rt.registry.definitions(), rt.settings.output_budget
 
-            report = {
-                "tools": rows,
-                "warnings": warnings,
-                "output_budget": budget.rules(rt.settings.output_budget),
-            }
-            print(json.dumps(report, indent=2, sort_keys=True))
-        else:
-            from rich.console import Console
-            from rich.table import Table
+    definitions, output_budget = _run(options, listing)
+    too_long = long_names(definitions)
+    warnings = [
+        f"tool '{name}' exceeds {MAX_TOOL_NAME_LENGTH} characters as {client_tool_name('awf', name)}; "
+        "some clients will refuse it: "
+        "rename it in awf-mcp.toml"
+        for name in too_long
+    ]
+    if json_output:
+        rows = []
+        for d in definitions:
+            row: dict[str, Any] = {"name": d.name, "source": d.source, "description": d.description}
+            if d.annotations is not None:
+                row["annotations"] = {
+                    k: v
+                    for k, v in {
+                        "readOnlyHint": d.annotations.read_only,
+                        "destructiveHint": d.annotations.destructive,
+                        "idempotentHint": d.annotations.idempotent,
+                        "openWorldHint": d.annotations.open_world,
+                    }.items()
+                    if v is not None
+                }
+            if schema:
+                row["input_schema"] = d.input_schema
+            rows.append(row)
+        from awf_mcp import budget
 
-            table = Table(title=f"{len(definitions)} tools", title_justify="left")
-            table.add_column("name", style="bold")
-            table.add_column("source")
-            table.add_column("description")
-            for d in definitions:
-                summary = d.description.strip().splitlines()[0] if d.description.strip() else ""
-                table.add_row(d.name, d.source, summary)
-                if schema:
-                    table.add_row("", "", json.dumps(d.input_schema, indent=2))
-            Console().print(table)
-            for warning in warnings:
-                print(f"awf-mcp: warning: {warning}", file=sys.stderr)
-    finally:
-        _close(rt)
+        report = {"tools": rows, "warnings": warnings, "output_budget": budget.rules(output_budget)}
+        print(json.dumps(report, indent=2, sort_keys=True))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{len(definitions)} tools", title_justify="left")
+    table.add_column("name", style="bold")
+    table.add_column("source")
+    table.add_column("description")
+    for d in definitions:
+        summary = d.description.strip().splitlines()[0] if d.description.strip() else ""
+        table.add_row(d.name, d.source, summary)
+        if schema:
+            table.add_row("", "", json.dumps(d.input_schema, indent=2))
+    Console().print(table)
+    for warning in warnings:
+        print(f"awf-mcp: warning: {warning}", file=sys.stderr)
 
 
 @tools_app.command("call")
+@with_options("roots", "no_builtins", "config", "strict", "call_timeout_seconds", "output_budget")
 def tools_call(
     name: Annotated[str, typer.Argument(help="Tool name, as in `awf-mcp tools list`.")],
     arguments: Annotated[str, typer.Argument(help="Arguments as a JSON object.")] = "{}",
     json_output: JsonOpt = False,
-    root: RootOpt = None,
-    no_builtins: NoBuiltinsOpt = False,
-    config: ConfigOpt = None,
-    strict: StrictOpt = False,
-    call_timeout: Annotated[
-        float | None, typer.Option("--call-timeout", help="Time limit in seconds.")
-    ] = None,
-    output_budget: Annotated[
-        int | None,
-        typer.Option("--output-budget", help="UTF-8 bytes of result text (default 10,000, as for Codex)."),
-    ] = None,
+    *,
+    options: ServeOptions,
 ) -> None:
-    """Run one tool through the same registry and call path as the server, and print the result."""
-    import anyio
+    """Run one tool through the same registry and call path as the server, and print the result.
 
+    The result is sized for the default output budget (10,000 bytes, as for Codex)
+    unless --output-budget says otherwise.
+    """
     try:
         parsed = json.loads(arguments)
     except json.JSONDecodeError as exc:
-        launch.fail(UserError(f"arguments are not valid JSON ({exc.msg} at column {exc.colno}): {arguments}"))
-    rt = launch.guarded(
-        lambda: _start(
-            root=root,
-            no_builtins=no_builtins,
-            config=config,
-            strict=strict,
-            call_timeout=call_timeout,
-            output_budget=output_budget,
-        )
-    )
-    try:
-        result = launch.guarded(lambda: anyio.run(rt.invoker.call, name, parsed))
-    finally:
-        _close(rt)
+        problem = f"{exc.msg} at column {exc.colno}"
+        raise UserError(f"arguments are not valid JSON ({problem}): {arguments}") from None
+
+    async def call(rt: Any) -> Any:
+        return await rt.invoker.call(name, parsed)
+
+    result = _run(options, call)
     if json_output:
         payload: dict[str, Any] = {
             "is_error": result.is_error,
@@ -246,6 +212,7 @@ def tools_call(
 
 
 @app.command("config")
+@with_options("roots", "only", "exclude", "config")
 def client_config(
     client: Annotated[str, typer.Argument(help="claude, gemini, codex, or json (a generic snippet).")],
     write: Annotated[
@@ -262,64 +229,49 @@ def client_config(
         ),
     ] = None,
     name: Annotated[str, typer.Option("--name", help="Server name in the client's config.")] = "awf",
-    root: RootOpt = None,
-    only: OnlyOpt = None,
-    exclude: ExcludeOpt = None,
-    config: ConfigOpt = None,
+    *,
+    options: ServeOptions,
 ) -> None:
     """Print (or --write) the MCP configuration that makes CLIENT start `awf-mcp serve`.
 
     --root, --only, --exclude and --config are passed on to `serve`; paths become absolute.
     """
+    from awf_mcp.cli.options import serve_argv
     from awf_mcp.ops import clientconfig
 
-    launch.guarded(lambda: clientconfig.check_options(client, scope, trust, name))
+    clientconfig.check_options(client, scope, trust, name)
+
     # The tools the entry would serve, so that --trust read-only names the right ones.
-    rt = launch.guarded(lambda: _start(root=root, only=only, exclude=exclude, config=config))
-    try:
-        tools = [
+    async def served(rt: Any) -> list[tuple[str, bool]]:
+        return [
             (d.name, bool(d.annotations is not None and d.annotations.read_only))
             for d in rt.registry.definitions()
         ]
-    finally:
-        _close(rt)
-    from pathlib import Path
 
-    serve_args: list[str] = []
-    for path in root or ():
-        serve_args += ["--root", str(Path(path).expanduser().absolute())]
-    for pattern in only or ():
-        serve_args += ["--only", pattern]
-    for pattern in exclude or ():
-        serve_args += ["--exclude", pattern]
-    if config:
-        serve_args += ["--config", str(Path(config).expanduser().absolute())]
-    text = launch.guarded(
-        lambda: clientconfig.configure(
-            client,
-            write_files=write,
-            scope=scope,
-            trust=trust,
-            server_name=name,
-            tools=tools,
-            serve_args=serve_args,
-        )
+    tools = _run(options, served)
+    text = clientconfig.configure(
+        client,
+        write_files=write,
+        scope=scope,
+        trust=trust,
+        server_name=name,
+        tools=tools,
+        serve_args=serve_argv(options),
     )
     print(text, end="" if text.endswith("\n") else "\n")
 
 
 @plugins_app.command("list")
-def plugins_list(json_output: JsonOpt = False, config: ConfigOpt = None) -> None:
+@with_options("config")
+def plugins_list(json_output: JsonOpt = False, *, options: ServeOptions) -> None:
     """Show every plugin found: distribution, version, location, tools and status."""
-    failures: list[Any] = []
     import anyio
 
     from awf_mcp.cli import runtime
-
-    settings = launch.guarded(lambda: launch.load_settings(config=config))
+    from awf_mcp.core import config
     from awf_mcp.core.plugins import load
 
-    loaded = launch.guarded(lambda: load(settings, on_failure=failures.append))
+    loaded = load(config.load(options), on_failure=lambda record: None)
     rows: list[dict[str, Any]] = [
         {
             "name": r.name,
@@ -370,7 +322,7 @@ def plugin_init(
     try:
         created = scaffold_plugin(name, Path(directory))
     except ScaffoldError as exc:
-        launch.fail(UserError(str(exc)))
+        raise UserError(str(exc)) from None
     print(created)
     print(f"next: pip install -e {created} && awf-mcp tools list", file=sys.stderr)
 
@@ -392,9 +344,7 @@ def plugins_install(
 
     from awf_mcp.ops import installer
 
-    report = launch.guarded(
-        lambda: installer.install(spec, target=Path(target) if target else None, find_links=find_links or ())
-    )
+    report = installer.install(spec, target=Path(target) if target else None, find_links=find_links or ())
     print(report.summary())
 
 
@@ -410,5 +360,5 @@ def plugins_uninstall(
 
     from awf_mcp.ops import installer
 
-    removed = launch.guarded(lambda: installer.uninstall(name, target=Path(target) if target else None))
+    removed = installer.uninstall(name, target=Path(target) if target else None)
     print("removed: " + ", ".join(removed))

@@ -16,15 +16,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
-import inspect
 import logging
 import signal
-from collections.abc import Callable
+import sys
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 import anyio
 
+from awf_mcp.concurrency import call_either
 from awf_mcp.core.calls import CallRecord, ToolInvoker
 from awf_mcp.core.config import Settings
 from awf_mcp.core.instructions import plugin_paragraphs, server_instructions
@@ -35,7 +37,7 @@ from awf_mcp.core.policy import policies_from
 from awf_mcp.core.registry import Registry, build
 from awf_mcp.core.upstream import Connect, start_all
 from awf_mcp.core.upstream import instructions as upstream_instructions
-from awf_mcp.errors import describe_exception
+from awf_mcp.errors import UserError, describe_exception
 from awf_mcp.ports import ToolProvider
 
 log = logging.getLogger("awf_mcp")
@@ -57,6 +59,33 @@ class Runtime:
     def providers(self) -> list[ToolProvider]:
         """Every provider that was created, served or not: all of them get ``close()``."""
         return self.plugins.providers
+
+
+def configure_logging(level: str, log_format: str = "text", log_file: str | None = None) -> None:
+    """Send the ``awf_mcp`` loggers to stderr (or ``log_file``), as text or JSON lines."""
+    numeric = logging.getLevelName(level.upper())
+    if not isinstance(numeric, int):
+        raise UserError(f"unknown log level '{level}'; use DEBUG, INFO, WARNING or ERROR")
+    if log_format not in ("text", "json"):
+        raise UserError(f"unknown log format '{log_format}'; use text or json")
+    handler: logging.Handler
+    if log_file:
+        try:
+            handler = logging.FileHandler(log_file, encoding="utf-8")
+        except OSError as exc:
+            raise UserError(f"cannot open log file {log_file}: {exc.strerror or exc}") from None
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+    if log_format == "json":
+        from awf_mcp.core.observability import JsonLogFormatter
+
+        handler.setFormatter(JsonLogFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("awf-mcp: %(levelname)s: %(message)s"))
+    root = logging.getLogger("awf_mcp")
+    root.handlers[:] = [handler]
+    root.setLevel(numeric)
+    root.propagate = False
 
 
 def report_failed_plugin(record: PluginRecord) -> None:
@@ -151,12 +180,7 @@ def settle() -> None:
 async def _close_one(provider: ToolProvider) -> None:
     try:
         with anyio.fail_after(CLOSE_TIMEOUT_SECONDS):
-            if inspect.iscoroutinefunction(provider.close):
-                await provider.close()
-            else:
-                outcome = await anyio.to_thread.run_sync(provider.close, abandon_on_cancel=True)
-                if inspect.isawaitable(outcome):
-                    await outcome
+            await call_either(provider.close)
     except Exception as exc:
         log.warning("closing %s failed: %s", type(provider).__name__, describe_exception(exc))
 
@@ -172,6 +196,26 @@ async def close_providers(providers: list[ToolProvider]) -> None:
 async def close(runtime: Runtime) -> None:
     """Close every provider, concurrently, each bounded by ``CLOSE_TIMEOUT_SECONDS``."""
     await close_providers(runtime.providers)
+
+
+@contextlib.asynccontextmanager
+async def open_runtime(
+    settings: Settings,
+    *,
+    on_plugin_failure: Callable[[PluginRecord], None] = report_failed_plugin,
+    observer: Callable[[CallRecord], None] | None = log_call,
+) -> AsyncIterator[Runtime]:
+    """:func:`start`, then :func:`close` when the block ends, however it ends.
+
+    A command's whole life runs in one event loop inside this block, so providers
+    that hold loop resources (upstream servers' sessions) are closed on the loop
+    that opened them.
+    """
+    runtime = await start(settings, on_plugin_failure=on_plugin_failure, observer=observer)
+    try:
+        yield runtime
+    finally:
+        await close(runtime)
 
 
 async def _stop_on_signal(stop: Callable[[], None]) -> None:
@@ -194,11 +238,10 @@ async def serve_http(
     """Run ``awf-mcp serve --transport http`` until SIGTERM or SIGINT."""
     from awf_mcp.wire import server as adapter
 
-    runtime = await start(settings, observer=observer)
-    mcp_server = adapter.McpServer(runtime.invoker, version=version, instructions=runtime.instructions)
-    settle()
-    stop = anyio.Event()
-    try:
+    async with open_runtime(settings, observer=observer) as runtime:
+        mcp_server = adapter.McpServer(runtime.invoker, version=version, instructions=runtime.instructions)
+        settle()
+        stop = anyio.Event()
         async with anyio.create_task_group() as group:
             group.start_soon(_stop_on_signal, stop.set)
             await adapter.serve_http(
@@ -210,8 +253,6 @@ async def serve_http(
                 on_listening=lambda url: log.warning("listening on %s", url),
             )
             group.cancel_scope.cancel()
-    finally:
-        await close(runtime)
 
 
 async def serve_stdio(
@@ -226,14 +267,11 @@ async def serve_stdio(
     from awf_mcp.wire.server import McpServer
 
     with claim_stdio() as wire:
-        runtime = await start(settings, observer=observer)
-        server = McpServer(runtime.invoker, version=version, instructions=runtime.instructions)
-        settle()
-        try:
+        async with open_runtime(settings, observer=observer) as runtime:
+            server = McpServer(runtime.invoker, version=version, instructions=runtime.instructions)
+            settle()
             async with anyio.create_task_group() as group:
                 group.start_soon(_stop_on_signal, group.cancel_scope.cancel)
                 await server.serve_stdio(wire)
                 log.info("stdin closed, shutting down")
                 group.cancel_scope.cancel()
-        finally:
-            await close(runtime)

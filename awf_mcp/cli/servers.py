@@ -20,18 +20,20 @@ from typing import Annotated, Any
 
 import typer
 
-from awf_mcp.cli import main as launch
+from awf_mcp.cli.options import with_options
+from awf_mcp.core.config import ServeOptions
 
 servers_app = typer.Typer(help="Inspect the upstream MCP servers awf-mcp serves.", no_args_is_help=True)
 
 
-def _states(config: str | None) -> list[dict[str, Any]]:
+def _states(options: ServeOptions) -> list[dict[str, Any]]:
     import anyio
 
     from awf_mcp.cli import runtime
+    from awf_mcp.core import config
     from awf_mcp.core.servers import ServerSpec
 
-    settings = launch.guarded(lambda: launch.load_settings(config=config))
+    settings = config.load(options)
     specs: dict[str, ServerSpec] = {spec.name: spec for spec in settings.servers}
 
     async def collect() -> list[dict[str, Any]]:
@@ -49,19 +51,21 @@ def _states(config: str | None) -> list[dict[str, Any]]:
         finally:
             await runtime.close_providers([entry.provider for r in records for entry in r.providers])
 
-    return list(launch.guarded(lambda: anyio.run(collect)))
+    return anyio.run(collect)
 
 
 @servers_app.command("list")
+@with_options("config")
 def servers_list(
     json_output: Annotated[bool, typer.Option("--json", help="Print stable JSON for scripts.")] = False,
-    config: Annotated[
-        str | None, typer.Option("--config", help="Config file (default: ./awf-mcp.toml).")
-    ] = None,
+    *,
+    options: ServeOptions,
 ) -> None:
     """Start each configured server, show its state and tools, and stop it."""
-    launch.configure_logging("ERROR")
-    rows = _states(config)
+    from awf_mcp.cli.runtime import configure_logging
+
+    configure_logging("ERROR")
+    rows = _states(options)
     if json_output:
         print(json.dumps({"servers": rows}, indent=2))
         return
@@ -103,8 +107,4 @@ def servers_import(
 
     from awf_mcp.ops.serverimport import import_servers
 
-    print(
-        launch.guarded(
-            lambda: import_servers(client, write=write, scope=scope, config=Path(config) if config else None)
-        )
-    )
+    print(import_servers(client, write=write, scope=scope, config=Path(config) if config else None))

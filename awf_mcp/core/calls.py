@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import inspect
 import logging
 import math
 import time
@@ -42,6 +41,7 @@ from typing import Any
 import anyio
 
 from awf_mcp.budget import budget_for_client, fit_result
+from awf_mcp.concurrency import call_either
 from awf_mcp.core.observability import call_span
 from awf_mcp.core.registry import RegisteredTool, Registry
 from awf_mcp.errors import describe_exception
@@ -217,14 +217,7 @@ class ToolInvoker:
 
 
 async def _invoke(tool: RegisteredTool, arguments: Mapping[str, Any]) -> Any:
-    method = tool.provider.call_tool
-    name = tool.original_name
-    if inspect.iscoroutinefunction(method):
-        return await method(name, arguments)
-    outcome = await anyio.to_thread.run_sync(method, name, arguments, abandon_on_cancel=True)
-    if inspect.isawaitable(outcome):
-        outcome = await outcome
-    return outcome
+    return await call_either(tool.provider.call_tool, tool.original_name, arguments)
 
 
 def _as_result(name: str, outcome: Any) -> ToolResult:

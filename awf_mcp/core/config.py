@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -62,6 +62,25 @@ class PluginToolSelection:
 
     plugin: str
     expose: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    """What the command line says, before the config file is merged in.
+
+    Field names are the names used end to end, from the option table in
+    :mod:`awf_mcp.cli.options` to :func:`load`. ``None``, ``()`` and ``False`` mean
+    "not given": the config file or the default decides.
+    """
+
+    config: str | None = None
+    roots: tuple[str, ...] = ()
+    no_builtins: bool = False
+    only: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    strict: bool = False
+    call_timeout_seconds: float | None = None
+    output_budget: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,48 +234,41 @@ def parse_file(path: Path) -> dict[str, Any]:
     return fields
 
 
-def load(
-    *,
-    config: str | None = None,
-    roots: Sequence[str] = (),
-    no_builtins: bool = False,
-    only: Sequence[str] = (),
-    exclude: Sequence[str] = (),
-    strict: bool = False,
-    call_timeout_seconds: float | None = None,
-    output_budget: int | None = None,
-    cwd: str | None = None,
-) -> Settings:
-    """Merge the config file (``config``, else ``./awf-mcp.toml`` if present) with flags."""
+def load(options: ServeOptions | None = None, *, cwd: str | None = None) -> Settings:
+    """Merge the config file (``options.config``, else ``./awf-mcp.toml`` if present) with the flags.
+
+    Flags win over the file; ``only`` and ``exclude`` add to the file's lists. Relative
+    paths on the command line are relative to ``cwd`` (default: the working directory).
+    """
     workdir = Path(cwd or os.getcwd())
     settings = Settings()
-    path: Path | None = Path(config) if config else None
+    options = options or ServeOptions()
+    path: Path | None = Path(options.config) if options.config else None
     if path is None and (workdir / DEFAULT_CONFIG_NAME).is_file():
         path = workdir / DEFAULT_CONFIG_NAME
     if path is not None:
         settings = replace(settings, **parse_file(path))
 
     overrides: dict[str, Any] = {}
-    if roots:
-        overrides["roots"] = tuple(str((workdir / os.path.expanduser(r)).resolve()) for r in roots)
+    if options.roots:
+        overrides["roots"] = tuple(str((workdir / os.path.expanduser(r)).resolve()) for r in options.roots)
     elif not settings.roots:
         overrides["roots"] = (str(workdir.resolve()),)
-    if no_builtins:
+    if options.no_builtins:
         overrides["builtins"] = False
-    if only:
-        overrides["only"] = settings.only + tuple(only)
-    if exclude:
-        overrides["exclude"] = settings.exclude + tuple(exclude)
-    if strict:
+    if options.only:
+        overrides["only"] = settings.only + tuple(options.only)
+    if options.exclude:
+        overrides["exclude"] = settings.exclude + tuple(options.exclude)
+    if options.strict:
         overrides["strict"] = True
-    if call_timeout_seconds is not None:
-        if call_timeout_seconds <= 0:
-            raise ConfigError(
-                f"--call-timeout must be a positive number of seconds, not {call_timeout_seconds}"
-            )
-        overrides["call_timeout_seconds"] = float(call_timeout_seconds)
-    if output_budget is not None:
-        overrides["output_budget"] = checked_budget(output_budget, "--output-budget")
+    timeout = options.call_timeout_seconds
+    if timeout is not None:
+        if timeout <= 0:
+            raise ConfigError(f"--call-timeout must be a positive number of seconds, not {timeout}")
+        overrides["call_timeout_seconds"] = float(timeout)
+    if options.output_budget is not None:
+        overrides["output_budget"] = checked_budget(options.output_budget, "--output-budget")
     settings = replace(settings, **overrides)
 
     for root in settings.roots:

@@ -49,7 +49,6 @@ from awf_mcp.ports import BUILTIN_SOURCE, PluginContext, ToolDefinition, ToolPro
 
 log = logging.getLogger("awf_mcp.core.plugins")
 
-ENTRY_POINT_GROUP = hookspecs.PROJECT_NAME
 BUILTIN_PLUGIN = "builtin"
 ENV_ONLY = "AWF_MCP_PLUGINS"
 ENV_NONE = "AWF_MCP_NO_PLUGINS"
@@ -129,7 +128,7 @@ def _wanted(name: str, settings: Settings) -> bool:
 
 
 def _entry_points() -> list[metadata.EntryPoint]:
-    found = sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+    found = sorted(metadata.entry_points(group=hookspecs.ENTRY_POINT_GROUP), key=lambda ep: ep.name)
     by_name: dict[str, metadata.EntryPoint] = {}
     for ep in found:
         other = by_name.get(ep.name)

@@ -37,6 +37,17 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the keeper imports as little 
 if TYPE_CHECKING:
     import signal
     from collections.abc import Mapping, Sequence
+    from typing import TypedDict
+
+    class SpawnOptions(TypedDict):
+        """Keyword arguments for :class:`subprocess.Popen` or :func:`anyio.open_process`."""
+
+        stdin: int
+        stdout: int
+        stderr: int
+        env: Mapping[str, str]
+        start_new_session: bool
+        pass_fds: tuple[int, ...]
 else:  # the C module: the same names, without the enum import that costs the keeper milliseconds
     import _signal as signal
 
@@ -76,6 +87,25 @@ KEEPER_ARGV = "AWF_MCP_KEEPER_ARGV"
 """The environment variables carrying the command to a keeper: ``<this>`` holds the argument count,
 ``<this>_0``, ``<this>_1``... the arguments; all removed before exec. (No ``json``: the keeper
 starts with as few imports as it can, as it runs once per command.)"""
+
+
+def spawn_options(env: Mapping[str, str], cwd_fd: int) -> SpawnOptions:
+    """The process options a keeper from :func:`kept_command` is started with.
+
+    No stdin, stdout and stderr piped back, a session of its own (so the whole group
+    can be signalled), and the working-directory descriptor passed on. For
+    :class:`subprocess.Popen` and :func:`anyio.open_process` alike.
+    """
+    import subprocess  # here, not at the top: the keeper itself never needs it
+
+    return {
+        "stdin": subprocess.DEVNULL,
+        "stdout": subprocess.PIPE,
+        "stderr": subprocess.PIPE,
+        "env": env,
+        "start_new_session": True,
+        "pass_fds": (cwd_fd,),
+    }
 
 
 def kept_command(

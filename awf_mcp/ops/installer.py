@@ -56,9 +56,9 @@ from pathlib import Path
 from typing import Any
 
 from awf_mcp.errors import SystemFault, UserError
+from awf_mcp.hookspecs import ENTRY_POINT_GROUP
 from awf_mcp.ops.fetch import plugin_request, stage
 from awf_mcp.ops.manifest import (
-    ENTRY_POINT_GROUP,
     MANIFEST_NAME,
     TargetDist,
     merge_tree,

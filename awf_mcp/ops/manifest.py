@@ -11,7 +11,7 @@ atomically.
 
 :func:`target_dists` lists the ``*.dist-info`` directories there with their metadata and
 the plugin names each declares in the entry-point group :data:`ENTRY_POINT_GROUP`
-(``awf_mcp.hookspecs.PROJECT_NAME``, the group the loader reads).
+(``awf_mcp.hookspecs.ENTRY_POINT_GROUP``, the group the loader reads).
 :func:`remove_distribution` deletes the files a distribution's ``RECORD`` lists, inside
 the directory only, then its ``.dist-info`` and the directories left empty.
 
@@ -32,10 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from awf_mcp.errors import UserError
-from awf_mcp.hookspecs import PROJECT_NAME
+from awf_mcp.hookspecs import ENTRY_POINT_GROUP
 
 MANIFEST_NAME = "awf-mcp-manifest.json"
-ENTRY_POINT_GROUP = PROJECT_NAME
 
 
 def normalize(name: str) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from awf_mcp.core.config import load
+from awf_mcp.core.config import ServeOptions, load
 from awf_mcp.errors import ConfigError
 
 
@@ -32,7 +32,7 @@ def test_awf_proxy_json_is_accepted(tmp_path: Path) -> None:
             "root_dir": "work",
         },
     )
-    settings = load(config=str(config), cwd=str(tmp_path))
+    settings = load(ServeOptions(config=str(config)), cwd=str(tmp_path))
     assert settings.roots == (str((tmp_path / "work").resolve()),)
     assert settings.plugin_tools is not None
     assert [(s.plugin, s.expose) for s in settings.plugin_tools] == [("echo", ("echo",))]
@@ -50,7 +50,7 @@ def test_awf_proxy_json_is_accepted(tmp_path: Path) -> None:
 def test_proxy_validation_codes(tmp_path: Path, data: object, code: str) -> None:
     config = write(tmp_path / "proxy.json", data)
     with pytest.raises(ConfigError) as caught:
-        load(config=str(config), cwd=str(tmp_path))
+        load(ServeOptions(config=str(config)), cwd=str(tmp_path))
     assert caught.value.code == code
     assert caught.value.exit_code == 1
     assert "\n" not in str(caught.value)
@@ -60,12 +60,12 @@ def test_invalid_json_names_the_line(tmp_path: Path) -> None:
     config = tmp_path / "bad.json"
     config.write_text('{"intercept_builtins": true,\n oops}', encoding="utf-8")
     with pytest.raises(ConfigError, match="not valid JSON \\(line 2"):
-        load(config=str(config), cwd=str(tmp_path))
+        load(ServeOptions(config=str(config)), cwd=str(tmp_path))
 
 
 def test_missing_config_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read config file"):
-        load(config=str(tmp_path / "absent.json"), cwd=str(tmp_path))
+        load(ServeOptions(config=str(tmp_path / "absent.json")), cwd=str(tmp_path))
 
 
 def test_toml_is_found_in_the_working_directory(tmp_path: Path) -> None:
@@ -99,16 +99,15 @@ def test_flags_win_over_the_file(tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     config = write(tmp_path / "proxy.json", {"root_dir": "a"})
-    settings = load(
-        config=str(config), roots=["b", "a"], no_builtins=True, exclude=["Bash"], cwd=str(tmp_path)
-    )
+    options = ServeOptions(config=str(config), roots=("b", "a"), no_builtins=True, exclude=("Bash",))
+    settings = load(options, cwd=str(tmp_path))
     assert settings.roots == (str((tmp_path / "b").resolve()), str((tmp_path / "a").resolve()))
     assert not settings.builtins and settings.exclude == ("Bash",)
 
 
 def test_a_root_that_does_not_exist_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
-        load(roots=["nowhere"], cwd=str(tmp_path))
+        load(ServeOptions(roots=("nowhere",)), cwd=str(tmp_path))
 
 
 @pytest.mark.parametrize(

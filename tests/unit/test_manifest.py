@@ -24,12 +24,8 @@ def dist_info(target: Path, name: str, entry_points: str = "", record: str = "")
     return info
 
 
-def test_the_entry_point_group_is_the_project_name_the_loader_reads() -> None:
-    assert manifest.ENTRY_POINT_GROUP == hookspecs.PROJECT_NAME
-
-
 def test_entry_point_names_come_from_the_plugin_group_only(tmp_path: Path) -> None:
-    group = hookspecs.PROJECT_NAME
+    group = hookspecs.ENTRY_POINT_GROUP
     points = f"[console_scripts]\ntool = m:main\n\n[ {group} ]\n# off = m\nzeta = m.z\nalpha=m.a\n"
     dist_info(tmp_path, "awf-plugin-two", points)
     found = manifest.target_dists(tmp_path)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from awf_mcp.core.config import load
+from awf_mcp.core.config import ServeOptions, load
 from awf_mcp.core.servers import DEFAULT_STARTUP_TIMEOUT_SECONDS, parse, parse_one
 from awf_mcp.errors import ConfigError
 
@@ -53,7 +53,7 @@ def test_proxy_json_takes_mcp_servers_in_the_agents_shape(tmp_path: Path) -> Non
             }
         )
     )
-    settings = load(config=str(tmp_path / "proxy.json"), cwd=str(tmp_path))
+    settings = load(ServeOptions(config=str(tmp_path / "proxy.json")), cwd=str(tmp_path))
     git, web = settings.servers
     assert git.command == "uvx" and not settings.builtins
     assert web.url == "https://example.invalid/mcp" and web.timeout_seconds == 30.0
@@ -127,4 +127,4 @@ def test_builtins_off_with_only_servers_is_not_an_empty_proxy(tmp_path: Path) ->
     (tmp_path / "p.json").write_text(
         json.dumps({"intercept_builtins": False, "mcpServers": {"t": {"command": "uvx"}}})
     )
-    assert load(config=str(tmp_path / "p.json"), cwd=str(tmp_path)).servers[0].name == "t"
+    assert load(ServeOptions(config=str(tmp_path / "p.json")), cwd=str(tmp_path)).servers[0].name == "t"

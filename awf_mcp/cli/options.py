@@ -1,0 +1,304 @@
+"""Every ``serve`` option, defined once, and everything generated from that definition.
+
+:data:`SERVE_OPTIONS` describes each option of ``awf-mcp serve`` one time: its flag,
+its type, its help text and the config-file key it overrides. From
+that table come:
+
+* :func:`serve_parser` — the :mod:`argparse` parser of the fast ``serve`` path
+  (Typer, click and rich never load when an agent starts the server);
+* :func:`with_options` — the same options as parameters of a Typer command
+  (``tools list``, ``tools call``, ``config``, ...), which receives their values
+  as one typed :class:`~awf_mcp.core.config.ServeOptions`;
+* :func:`serve_argv` — the argv after ``serve`` that ``awf-mcp config CLIENT``
+  writes into an agent's configuration, paths made absolute.
+
+An option that shapes the tool set (:data:`SETTINGS`) lands in a
+:class:`~awf_mcp.core.config.ServeOptions` field of the same name, which
+:func:`awf_mcp.core.config.load` merges with the config file. The others
+(:data:`LAUNCH`: logging, audit, transport) only exist for ``serve`` and land in a
+:class:`LaunchOptions`. A value left out is ``None`` (or empty, or ``False``):
+the config file or the default decides.
+
+This module imports no Typer at module level: :func:`with_options` imports it
+when a Typer command is being defined.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import inspect
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+from awf_mcp.core.config import ServeOptions
+
+SERVE_DESCRIPTION = (
+    "Serve MCP over stdin/stdout (or Streamable HTTP): the command an agent's MCP configuration runs."
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One option: ``flag`` sets ``field`` of a :class:`ServeOptions` or a :class:`LaunchOptions`.
+
+    ``kind`` is the value type (``bool`` for a switch that takes no value); the
+    default is the dataclass field's, so it is written down once;
+    ``repeat`` lets the flag be given several times, collecting a tuple; ``path``
+    marks a file or directory, made absolute when the option is written into a
+    client's configuration; ``config_key`` is the config-file key it overrides.
+    """
+
+    field: str
+    flag: str
+    kind: type
+    help: str
+    metavar: str | None = None
+    repeat: bool = False
+    choices: tuple[str, ...] | None = None
+    path: bool = False
+    config_key: str | None = None
+
+
+SETTINGS: tuple[Option, ...] = (
+    Option(
+        "roots",
+        "--root",
+        str,
+        "Directory the built-in tools are confined to "
+        "(repeatable; the first is the base for relative paths; default: the working directory).",
+        metavar="DIR",
+        repeat=True,
+        path=True,
+        config_key="roots",
+    ),
+    Option("no_builtins", "--no-builtins", bool, "Serve plugin tools only.", config_key="intercept_builtins"),
+    Option(
+        "only",
+        "--only",
+        str,
+        "Serve only tools matching NAME or GLOB (repeatable).",
+        metavar="NAME|GLOB",
+        repeat=True,
+        config_key="only",
+    ),
+    Option(
+        "exclude",
+        "--exclude",
+        str,
+        "Do not serve tools matching NAME or GLOB (repeatable).",
+        metavar="NAME|GLOB",
+        repeat=True,
+        config_key="exclude",
+    ),
+    Option(
+        "config",
+        "--config",
+        str,
+        "Config file: AWF proxy JSON or TOML (default: ./awf-mcp.toml).",
+        metavar="FILE",
+        path=True,
+    ),
+    Option(
+        "strict", "--strict", bool, "Make any plugin or upstream server failure fatal.", config_key="strict"
+    ),
+    Option(
+        "call_timeout_seconds",
+        "--call-timeout",
+        float,
+        "Per-call time limit in seconds (default 620).",
+        metavar="SECONDS",
+        config_key="call_timeout_seconds",
+    ),
+    Option(
+        "output_budget",
+        "--output-budget",
+        int,
+        "UTF-8 bytes of result text per call (default: by client; Claude Code 40,000, "
+        "Gemini CLI 32,000, Codex and others 10,000).",
+        metavar="BYTES",
+        config_key="output_budget",
+    ),
+)
+"""The options that shape what is served: fields of :class:`~awf_mcp.core.config.ServeOptions`."""
+
+LAUNCH: tuple[Option, ...] = (
+    Option(
+        "log_level",
+        "--log-level",
+        str,
+        "DEBUG, INFO (one record per call; the default), WARNING or ERROR.",
+        metavar="LEVEL",
+    ),
+    Option(
+        "log_format",
+        "--log-format",
+        str,
+        "Log lines as text (default) or json.",
+        choices=("text", "json"),
+    ),
+    Option("log_file", "--log-file", str, "Write logs to FILE instead of stderr.", metavar="FILE", path=True),
+    Option(
+        "audit_log",
+        "--audit-log",
+        str,
+        "Append one JSONL record per call, arguments included, to FILE.",
+        metavar="FILE",
+        path=True,
+    ),
+    Option("debug", "--debug", bool, "Log tracebacks of failing tools to stderr."),
+    Option(
+        "transport",
+        "--transport",
+        str,
+        "stdio (what agents start; the default) or http (Streamable HTTP at /mcp).",
+        choices=("stdio", "http"),
+    ),
+    Option(
+        "host",
+        "--host",
+        str,
+        "HTTP: address to bind (default: 127.0.0.1, loopback).",
+    ),
+    Option(
+        "port",
+        "--port",
+        int,
+        "HTTP: port to listen on (default 8765; 0 picks a free one).",
+    ),
+    Option(
+        "token",
+        "--token",
+        str,
+        "HTTP: require 'Authorization: Bearer TOKEN' on every request (default: $AWF_MCP_TOKEN).",
+    ),
+)
+"""The options only ``serve`` has: fields of :class:`LaunchOptions`."""
+
+SERVE_OPTIONS: tuple[Option, ...] = SETTINGS + LAUNCH
+"""Every option of ``awf-mcp serve``, in ``--help`` order."""
+
+_BY_FIELD = {option.field: option for option in SERVE_OPTIONS}
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchOptions:
+    """How ``serve`` runs: logging, the audit log and the transport."""
+
+    log_level: str = "INFO"
+    log_format: Literal["text", "json"] = "text"
+    log_file: str | None = None
+    audit_log: str | None = None
+    debug: bool = False
+    transport: Literal["stdio", "http"] = "stdio"
+    host: str = "127.0.0.1"
+    port: int = 8765
+    token: str | None = None
+
+
+def serve_parser() -> argparse.ArgumentParser:
+    """The :mod:`argparse` parser of ``awf-mcp serve``, generated from :data:`SERVE_OPTIONS`."""
+    parser = argparse.ArgumentParser(prog="awf-mcp serve", description=SERVE_DESCRIPTION)
+    for option in SERVE_OPTIONS:
+        if option.kind is bool:
+            parser.add_argument(option.flag, dest=option.field, action="store_true", help=option.help)
+            continue
+        parser.add_argument(
+            option.flag,
+            dest=option.field,
+            type=option.kind,
+            action="append" if option.repeat else "store",
+            metavar=option.metavar,
+            choices=option.choices,
+            help=option.help,
+        )
+    return parser
+
+
+def _values(raw: dict[str, Any], options: Sequence[Option]) -> dict[str, Any]:
+    """Option values as dataclass fields: a repeated option as a tuple, a missing one left out."""
+    values: dict[str, Any] = {}
+    for option in options:
+        value = raw.get(option.field)
+        if value is None:
+            continue
+        values[option.field] = tuple(value) if option.repeat else value
+    return values
+
+
+def parse_serve(argv: Sequence[str]) -> tuple[ServeOptions, LaunchOptions]:
+    """``awf-mcp serve ARGV...`` parsed; argparse exits with a usage message on a bad flag."""
+    raw = vars(serve_parser().parse_args(list(argv)))
+    launch = _values(raw, LAUNCH)
+    launch.setdefault("token", os.environ.get("AWF_MCP_TOKEN") or None)
+    return ServeOptions(**_values(raw, SETTINGS)), LaunchOptions(**launch)
+
+
+def _typer_parameter(option: Option) -> inspect.Parameter:
+    import typer
+
+    kind: Any = bool if option.kind is bool else option.kind | None
+    if option.repeat:
+        kind = list[option.kind] | None  # type: ignore[name-defined]
+    info = typer.Option(option.flag, help=option.help, metavar=option.metavar)
+    default = False if option.kind is bool else None
+    return inspect.Parameter(
+        option.field, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, info]
+    )
+
+
+def with_options(*fields: str) -> Callable[[F], F]:
+    """Give a Typer command the named :data:`SETTINGS` options, as ``options: ServeOptions``.
+
+    The decorated command declares a keyword parameter ``options``; Typer sees one
+    parameter per named option instead (same flag and help as ``serve``), and the
+    command is called with their values gathered into one :class:`ServeOptions`.
+    """
+    chosen = [_BY_FIELD[name] for name in fields]
+    unknown = [option.field for option in chosen if option not in SETTINGS]
+    if unknown:
+        raise ValueError(f"not a settings option: {', '.join(unknown)}")
+
+    def decorate(command: F) -> F:
+        signature = inspect.signature(command, eval_str=True)
+        kept = [p for name, p in signature.parameters.items() if name != "options"]
+        added = [_typer_parameter(option) for option in chosen]
+
+        @functools.wraps(command)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            raw = {option.field: kwargs.pop(option.field) for option in chosen}
+            return command(*args, options=ServeOptions(**_values(raw, chosen)), **kwargs)
+
+        parameters = kept + added
+        run.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in parameters}
+        return run  # type: ignore[return-value]
+
+    return decorate
+
+
+def serve_argv(options: ServeOptions, base: Path | None = None) -> list[str]:
+    """The argv after ``serve`` that reproduces ``options``; paths made absolute against ``base``.
+
+    This is what ``awf-mcp config CLIENT`` writes into a client's configuration, so
+    the agent's server serves what ``tools list`` with the same options shows.
+    """
+    argv: list[str] = []
+    for option in SETTINGS:
+        value = getattr(options, option.field)
+        if value is None or value is False or value == ():
+            continue
+        if option.kind is bool:
+            argv.append(option.flag)
+            continue
+        for item in value if option.repeat else (value,):
+            text = str(item)
+            if option.path:
+                text = str(((base or Path.cwd()) / Path(text).expanduser()).absolute())
+            argv += [option.flag, text]
+    return argv
