@@ -62,11 +62,12 @@ def visible_text(text: str) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return "".join(_visible_char(char) for char in text)
+        return "".join(visible_char(char) for char in text)
     return text
 
 
-def _visible_char(char: str) -> str:
+def visible_char(char: str) -> str:
+    """One character as :func:`visible_text` writes it: a lone surrogate escaped, anything else kept."""
     code = ord(char)
     if 0xDC80 <= code <= 0xDCFF:
         return f"\\x{code - 0xDC00:02x}"

@@ -24,14 +24,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from awf_mcp.ports import visible_char
+
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def _escape(match: re.Match[str]) -> str:
     char = match.group()
     code = ord(char)
-    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte, as surrogateescape carries it
-        return f"\\x{code - 0xDC00:02x}"
+    if 0xD800 <= code <= 0xDFFF:  # an undecodable byte, as surrogateescape carries it, or a lone one
+        return visible_char(char)
     if code <= 0xFF:
         return f"\\x{code:02x}"
     return f"\\u{code:04x}"
