@@ -21,6 +21,7 @@ import typer
 
 from awf_mcp import __version__
 from awf_mcp.cli import main as launch
+from awf_mcp.cli.doctor import doctor_command
 from awf_mcp.cli.servers import servers_app
 from awf_mcp.errors import UserError
 from awf_mcp.ports import MAX_TOOL_NAME_LENGTH, client_tool_name
@@ -37,6 +38,7 @@ plugins_app = typer.Typer(help="List, install and uninstall plugins.", no_args_i
 app.add_typer(tools_app, name="tools")
 app.add_typer(plugins_app, name="plugins")
 app.add_typer(servers_app, name="servers")
+app.command("doctor")(doctor_command)
 
 RootOpt = Annotated[
     list[str] | None,

@@ -1,0 +1,1141 @@
+"""``awf-mcp doctor``: check everything an agent needs of awf-mcp, and say how to fix what is wrong.
+
+Contract
+--------
+:func:`diagnose` runs every check in :data:`CHECKS` against one :class:`Context` (the
+working directory, home, environment, settings and option values) and returns a
+:class:`Report`: one :class:`Finding` per thing checked, in the order of :data:`CHECKS`.
+A check is an ``async`` function ``check(ctx) -> list[Finding]``; adding a check is
+adding one function to :data:`CHECKS`. The checks run concurrently (starting servers
+is what takes time); what several of them need (the loaded plugins, the started
+upstream servers, the merged registry) is computed once by :meth:`Context.loaded`.
+
+The checks:
+
+``configuration``
+    the settings load (``--config``, ``./awf-mcp.toml``, ``--root`` ...) exactly as
+    ``awf-mcp serve`` loads them; when they do not, the checks that need them are skipped.
+``clients``
+    every client profile in :data:`awf_mcp.ops.clientconfig.PROFILES` that has files,
+    every scope: the awf entry (named ``awf``, or any entry whose command runs
+    ``awf-mcp ... serve``), whether its command exists, and whether it starts and answers
+    ``tools/list`` within ``--timeout`` seconds, started as the client starts it (its
+    command, arguments and ``env``, in the working directory) through the SDK client
+    (:mod:`awf_mcp.wire.client`). stdio entries only; an HTTP entry is noted.
+``plugins``
+    every plugin: loaded (with its tools), failed (with the reason), or disabled.
+``servers``
+    every upstream MCP server in the configuration, started as ``serve`` starts it:
+    running (with its tools), failed (with the reason), or disabled.
+``tools``
+    the plugins' and servers' tools merge into one registry (a name collision stops
+    ``serve``), and names too long for some clients.
+``roots``
+    every root exists, is a directory, and can be listed.
+``search``
+    the ``rg`` Grep and Glob run (:func:`awf_mcp.builtins.ripgrep.ripgrep_binary`):
+    where it comes from and its version, or the pure-Python engine.
+``plugin-directories``
+    the plugin directories (:func:`awf_mcp.ops.plugindirs.plugin_dirs`): what the
+    single executable loads plugins from and ``plugins install`` writes to, and the
+    Python ``plugins install`` runs pip with.
+
+Statuses: ``ok``; ``info`` (nothing to do); ``warning`` (works, but not as well as it
+could); ``error`` (something is broken). The command exits 1 when any finding is an
+error, 0 otherwise. ``--json`` prints :meth:`Report.as_data` (keys in docs/doctor.md):
+``{"version", "ok", "counts": {status: n}, "findings": [{"check", "status", "subject",
+"detail", "fix", "data"}]}``. Nothing secret is shown: a client entry's ``env`` by key
+only, an upstream server as :meth:`~awf_mcp.core.servers.ServerSpec.public` shows it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from awf_mcp import __version__
+
+if TYPE_CHECKING:
+    from awf_mcp.core.config import Settings
+    from awf_mcp.core.plugins import PluginRecord
+    from awf_mcp.core.registry import Registry
+    from awf_mcp.ops.clientconfig import ClientProfile
+
+OK, INFO, WARNING, ERROR = "ok", "info", "warning", "error"
+STATUSES = (OK, INFO, WARNING, ERROR)
+DEFAULT_TIMEOUT_SECONDS = 10.0
+"""How long a client's awf entry may take to start and answer ``tools/list``."""
+VERSION_TIMEOUT_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing checked: its status, what it is, what was found, and what to do about it."""
+
+    check: str
+    status: str
+    subject: str
+    detail: str
+    fix: str = ""
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+    def as_data(self) -> dict[str, Any]:
+        """The finding as JSON-ready data (the keys of docs/doctor.md)."""
+        return {
+            "check": self.check,
+            "status": self.status,
+            "subject": self.subject,
+            "detail": self.detail,
+            "fix": self.fix,
+            "data": dict(self.data),
+        }
+
+
+@dataclass(frozen=True)
+class Report:
+    """Every finding, in check order."""
+
+    findings: list[Finding]
+
+    @property
+    def broken(self) -> bool:
+        """True when any finding is an error."""
+        return any(finding.status == ERROR for finding in self.findings)
+
+    def counts(self) -> dict[str, int]:
+        """How many findings have each status."""
+        return {status: sum(f.status == status for f in self.findings) for status in STATUSES}
+
+    def as_data(self) -> dict[str, Any]:
+        """The report as JSON-ready data (the keys of docs/doctor.md)."""
+        return {
+            "version": __version__,
+            "ok": not self.broken,
+            "counts": self.counts(),
+            "findings": [finding.as_data() for finding in self.findings],
+        }
+
+
+@dataclass
+class Loaded:
+    """What ``serve`` would start with: plugin and server records, and the registry (or why not)."""
+
+    plugins: list[PluginRecord]
+    servers: list[PluginRecord]
+    registry: Registry | None
+    plugin_error: str = ""
+    registry_error: str = ""
+
+
+class Context:
+    """What the checks look at; :meth:`loaded` starts plugins and servers once for all checks."""
+
+    def __init__(
+        self,
+        *,
+        cwd: Path,
+        home: Path,
+        env: Mapping[str, str],
+        options: Mapping[str, Any],
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        frozen: bool | None = None,
+    ) -> None:
+        self.cwd = cwd
+        self.home = home
+        self.env = env
+        self.options = dict(options)
+        self.timeout = timeout
+        self.frozen = bool(getattr(sys, "frozen", False)) if frozen is None else frozen
+        self.settings: Settings | None = None
+        self.settings_error = ""
+        self._loaded: Loaded | None = None
+        self._providers: list[Any] = []
+        self._lock: Any = None
+
+    def load_settings(self) -> None:
+        """Load the settings as ``serve`` does; remember the error sentence when they do not load."""
+        from awf_mcp.core import config
+        from awf_mcp.errors import AwfError
+
+        try:
+            self.settings = config.load(
+                config=self.options.get("config"),
+                roots=self.options.get("root") or (),
+                no_builtins=bool(self.options.get("no_builtins")),
+                only=self.options.get("only") or (),
+                exclude=self.options.get("exclude") or (),
+                strict=bool(self.options.get("strict")),
+                cwd=str(self.cwd),
+            )
+        except AwfError as exc:
+            self.settings_error = str(exc)
+
+    def config_file(self) -> Path | None:
+        """The config file the settings come from, if any."""
+        from awf_mcp.core.config import DEFAULT_CONFIG_NAME
+
+        given = self.options.get("config")
+        if given:
+            return (self.cwd / Path(given).expanduser()).absolute()
+        default = self.cwd / DEFAULT_CONFIG_NAME
+        return default if default.is_file() else None
+
+    async def loaded(self) -> Loaded | None:
+        """Plugins loaded, servers started and the registry built, once (None: no settings)."""
+        import anyio
+
+        if self.settings is None:
+            return None
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        async with self._lock:
+            if self._loaded is None:
+                self._loaded = await self._load(self.settings)
+        return self._loaded
+
+    async def _load(self, settings: Settings) -> Loaded:
+        from dataclasses import replace
+
+        from awf_mcp.cli import runtime
+        from awf_mcp.core.plugins import load
+        from awf_mcp.core.registry import build
+        from awf_mcp.errors import AwfError, describe_exception
+
+        # Not strict while looking: every failure is reported, not only the first.
+        lenient = replace(settings, strict=False)
+        plugins: list[PluginRecord] = []
+        plugin_error = ""
+        try:
+            loaded = load(lenient)
+            plugins = loaded.records
+            self._providers += loaded.providers
+        except AwfError as exc:
+            plugin_error = str(exc)
+        servers = await runtime.start_servers(lenient)
+        self._providers += [entry.provider for record in servers for entry in record.providers]
+        registry = None
+        registry_error = ""
+        if not plugin_error:
+            try:
+                registry = build([*plugins, *servers], lenient)
+            except Exception as exc:
+                registry_error = describe_exception(exc)
+        return Loaded(plugins, servers, registry, plugin_error, registry_error)
+
+    async def close(self) -> None:
+        """Close every provider the checks started."""
+        from awf_mcp.cli import runtime
+
+        providers, self._providers = self._providers, []
+        await runtime.close_providers(providers)
+
+
+Check = Callable[[Context], Awaitable[list[Finding]]]
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+async def check_configuration(ctx: Context) -> list[Finding]:
+    """The settings load as ``serve`` loads them."""
+    path = ctx.config_file()
+    where = str(path) if path else f"defaults (no {ctx.cwd / 'awf-mcp.toml'})"
+    if ctx.settings_error:
+        return [
+            Finding(
+                "configuration",
+                ERROR,
+                where,
+                f"the settings do not load: {ctx.settings_error}",
+                "fix the file or option it names; plugins, servers, tools and roots were not checked",
+                {"path": str(path) if path else None},
+            )
+        ]
+    return [
+        Finding("configuration", OK, where, "the settings load", data={"path": str(path) if path else None})
+    ]
+
+
+# --------------------------------------------------------------------------- clients
+
+_COMMENT_OR_STRING = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/', re.DOTALL)
+_TRAILING_COMMA = re.compile(r'"(?:\\.|[^"\\])*"|,(\s*[}\]])', re.DOTALL)
+
+
+def parse_client_file(text: str, fmt: str) -> dict[str, Any]:
+    """A client's config file as data: TOML, or JSON that may carry comments and trailing commas.
+
+    Several clients (Gemini CLI, VS Code, Zed) accept JSON with comments; the check must
+    read what the client reads. Raises :class:`ValueError` with the parser's message.
+    """
+    import tomllib
+
+    if fmt == "toml":
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"not valid TOML ({exc})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        stripped = _COMMENT_OR_STRING.sub(lambda m: m.group(0) if m.group(0)[0] == '"' else "", text)
+        stripped = _TRAILING_COMMA.sub(
+            lambda m: m.group(1) if m.group(1) is not None else m.group(0), stripped
+        )
+        try:
+            data = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    return data
+
+
+def entry_command(entry: Mapping[str, Any]) -> list[str] | None:
+    """The argv a stdio server entry runs, in any of the shapes clients write; None if it has none.
+
+    ``{"command": "x", "args": [...]}`` (most clients), ``{"command": ["x", ...]}``
+    (opencode), ``{"command": {"path": "x", "args": [...]}}`` (older Zed).
+    """
+    command: Any = entry.get("command")
+    args: Any = entry.get("args", [])
+    if isinstance(command, Mapping):
+        command, args = command.get("path"), command.get("args", [])
+    if isinstance(command, list):
+        command, args = (command[0] if command else None), command[1:]
+    if not isinstance(command, str) or not command or not isinstance(args, list):
+        return None
+    return [command, *(str(arg) for arg in args)]
+
+
+def entry_env(entry: Mapping[str, Any]) -> dict[str, str]:
+    """The environment an entry adds (``env``; opencode: ``environment``), string values only."""
+    env = entry.get("env", entry.get("environment"))
+    if not isinstance(env, Mapping):
+        return {}
+    return {str(key): value for key, value in env.items() if isinstance(value, str)}
+
+
+def entry_url(entry: Mapping[str, Any]) -> str:
+    """The URL of an HTTP entry (``url``, Gemini's ``httpUrl``, Windsurf's ``serverUrl``), or ``""``."""
+    for key in ("url", "httpUrl", "serverUrl"):
+        value = entry.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def is_awf_entry(name: str, entry: Mapping[str, Any]) -> bool:
+    """True for the entry named ``awf``, and for any entry that runs ``awf-mcp ... serve``."""
+    from awf_mcp.ops.clientconfig import DEFAULT_SERVER_NAME
+
+    if name == DEFAULT_SERVER_NAME:
+        return True
+    argv = entry_command(entry) or []
+    runs_awf = any(Path(word).name.startswith("awf-mcp") or word == "awf_mcp" for word in argv)
+    return runs_awf and "serve" in argv
+
+
+def _servers_table(data: Mapping[str, Any], keys: Sequence[str]) -> Mapping[str, Any]:
+    node: Any = data
+    for key in keys:
+        node = node.get(key) if isinstance(node, Mapping) else None
+    return node if isinstance(node, Mapping) else {}
+
+
+@dataclass
+class _Entry:
+    """One awf entry found in one client file, and what is to be done with it."""
+
+    client: str
+    title: str
+    scopes: list[str]
+    path: Path
+    name: str
+    entry: Mapping[str, Any]
+
+    @property
+    def subject(self) -> str:
+        return f"{self.title} ({' and '.join(self.scopes)} scope): '{self.name}' in {self.path}"
+
+    def rewrite(self) -> str:
+        """The command that writes this entry again, for the awf-mcp that runs doctor."""
+        scope = " --scope user" if "project" not in self.scopes else ""
+        argv = entry_command(self.entry) or []
+        kept = argv[argv.index("serve") + 1 :] if "serve" in argv else []
+        options = f" {shlex.join(kept)}" if kept else ""
+        return f"awf-mcp config {self.client} --write{scope}{options}"
+
+
+def client_files(ctx: Context) -> dict[str, dict[Path, list[str]]]:
+    """Every client that has files: its server files (for the current platform) and their scopes."""
+    from awf_mcp.errors import UserError
+    from awf_mcp.ops import clientconfig
+
+    found: dict[str, dict[Path, list[str]]] = {}
+    for name, profile in clientconfig.PROFILES.items():
+        if not profile.files:
+            continue
+        files: dict[Path, list[str]] = {}
+        for scope in clientconfig.SCOPES:
+            try:
+                path = clientconfig.target_files(name, scope, cwd=ctx.cwd, home=ctx.home, env=ctx.env)[
+                    "servers"
+                ]
+            except UserError:
+                continue  # this client has no such scope
+            files.setdefault(path, []).append(scope)
+        found[name] = files
+    return found
+
+
+def _read_entries(
+    profile: ClientProfile, files: Mapping[Path, list[str]]
+) -> tuple[list[_Entry], list[Finding]]:
+    entries: list[_Entry] = []
+    findings: list[Finding] = []
+    for path, scopes in files.items():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            continue
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc)
+            findings.append(
+                Finding(
+                    "clients",
+                    WARNING,
+                    f"{profile.title} ({' and '.join(scopes)} scope): {path}",
+                    f"cannot read it: {reason}",
+                    "make it a readable UTF-8 file (the client cannot read it either)",
+                    {"client": profile.name, "scopes": scopes, "path": str(path)},
+                )
+            )
+            continue
+        if not text.strip():
+            continue
+        try:
+            data = parse_client_file(text, profile.format)
+        except ValueError as exc:
+            findings.append(
+                Finding(
+                    "clients",
+                    WARNING,
+                    f"{profile.title} ({' and '.join(scopes)} scope): {path}",
+                    f"it is {exc}, so its MCP servers were not checked",
+                    "fix the file (the client may not read it either)",
+                    {"client": profile.name, "scopes": scopes, "path": str(path)},
+                )
+            )
+            continue
+        for name, entry in _servers_table(data, profile.servers_key).items():
+            if isinstance(entry, Mapping) and is_awf_entry(str(name), entry):
+                entries.append(_Entry(profile.name, profile.title, scopes, path, str(name), entry))
+    return entries, findings
+
+
+def _resolve_command(command: str, ctx: Context, env: Mapping[str, str]) -> str | None:
+    expanded = os.path.expanduser(command)
+    if os.sep in expanded or (os.altsep and os.altsep in expanded):
+        candidate = ctx.cwd / expanded
+        return str(candidate) if os.access(candidate, os.X_OK) and candidate.is_file() else None
+    return shutil.which(expanded, path=env.get("PATH", ctx.env.get("PATH")))
+
+
+async def probe_commands(
+    commands: Sequence[tuple[Sequence[str], Mapping[str, str]]], cwd: Path, timeout: float
+) -> list[tuple[list[str] | None, str]]:
+    """Start each ``(argv, env)`` as an MCP stdio server, concurrently, and ask for its tools.
+
+    Each result is ``(tool names, "")`` or ``(None, why it failed)``. The servers are
+    started and spoken to through the SDK client adapter, exactly as ``serve`` starts an
+    upstream server (the user's environment plus ``env``), and stopped again.
+    """
+    from awf_mcp.cli import runtime
+    from awf_mcp.core.servers import ServerSpec
+    from awf_mcp.core.upstream import start_all
+    from awf_mcp.wire.client import connect
+
+    specs = [
+        ServerSpec(
+            name=f"probe{index}",
+            command=argv[0],
+            args=tuple(argv[1:]),
+            env=dict(env),
+            startup_timeout_seconds=timeout,
+            secrets=frozenset(value for value in env.values() if len(value) >= 3),
+        )
+        for index, (argv, env) in enumerate(commands)
+    ]
+    records = await start_all(specs, connect, roots=[str(cwd)], on_failure=None)
+    try:
+        return [
+            (
+                ([name.removeprefix(f"{spec.name}_") for name in record.tool_names], "")
+                if record.ok
+                else (None, record.status.removeprefix("failed: "))
+            )
+            for spec, record in zip(specs, records, strict=True)
+        ]
+    finally:
+        await runtime.close_providers([entry.provider for r in records for entry in r.providers])
+
+
+async def check_clients(ctx: Context) -> list[Finding]:
+    """Every client's awf entry: there, its command exists, it starts and answers ``tools/list``."""
+    from awf_mcp.ops import clientconfig
+
+    findings: list[Finding] = []
+    to_probe: list[tuple[_Entry, list[str], dict[str, str]]] = []
+    configured: set[str] = set()
+    for client, files in client_files(ctx).items():
+        profile = clientconfig.PROFILES[client]
+        entries, problems = _read_entries(profile, files)
+        findings += problems
+        if not entries:
+            looked = ", ".join(str(path) for path in files)
+            findings.append(
+                Finding(
+                    "clients",
+                    INFO,
+                    profile.title,
+                    f"no awf entry (looked in {looked})",
+                    f"to use awf-mcp from {profile.title}: awf-mcp config {client} --write",
+                    {"client": client, "files": [str(path) for path in files]},
+                )
+            )
+            continue
+        configured.add(client)
+        for found in entries:
+            data: dict[str, Any] = {
+                "client": client,
+                "scopes": found.scopes,
+                "path": str(found.path),
+                "server": found.name,
+            }
+            argv = entry_command(found.entry)
+            url = entry_url(found.entry)
+            enabled = found.entry.get("enabled") is not False and found.entry.get("disabled") is not True
+            if not enabled:
+                findings.append(
+                    Finding(
+                        "clients",
+                        WARNING,
+                        found.subject,
+                        "the entry is disabled, so the client does not start awf-mcp",
+                        f"enable it in {found.path} (or rewrite it: {found.rewrite()})",
+                        data,
+                    )
+                )
+            elif argv is None and url:
+                findings.append(
+                    Finding(
+                        "clients",
+                        INFO,
+                        found.subject,
+                        f"connects to {url}; doctor starts stdio entries only",
+                        "",
+                        {**data, "url": url},
+                    )
+                )
+            elif argv is None:
+                findings.append(
+                    Finding(
+                        "clients",
+                        ERROR,
+                        found.subject,
+                        "the entry has no command to run",
+                        f"rewrite it: {found.rewrite()}",
+                        data,
+                    )
+                )
+            else:
+                env = entry_env(found.entry)
+                data.update(command=argv, env=sorted(env))
+                if _resolve_command(argv[0], ctx, {**ctx.env, **env}) is None:
+                    findings.append(
+                        Finding(
+                            "clients",
+                            ERROR,
+                            found.subject,
+                            f"its command {argv[0]} does not exist or is not executable",
+                            f"point it at this awf-mcp: {found.rewrite()}",
+                            data,
+                        )
+                    )
+                else:
+                    to_probe.append((found, argv, env))
+    if to_probe:
+        results = await probe_commands([(argv, env) for _, argv, env in to_probe], ctx.cwd, ctx.timeout)
+        for (found, argv, env), (tools, reason) in zip(to_probe, results, strict=True):
+            data = {
+                "client": found.client,
+                "scopes": found.scopes,
+                "path": str(found.path),
+                "server": found.name,
+                "command": argv,
+                "env": sorted(env),
+                "tools": tools or [],
+            }
+            if tools is not None:
+                findings.append(
+                    Finding(
+                        "clients",
+                        OK,
+                        found.subject,
+                        f"starts and answers tools/list with {_count(len(tools), 'tool')}",
+                        "",
+                        data,
+                    )
+                )
+            else:
+                findings.append(
+                    Finding(
+                        "clients",
+                        ERROR,
+                        found.subject,
+                        f"it does not answer tools/list: {reason}",
+                        f"run `{shlex.join(argv)}` to see the whole error; or rewrite it: {found.rewrite()}",
+                        data,
+                    )
+                )
+    if not configured:
+        findings.append(
+            Finding(
+                "clients",
+                WARNING,
+                "every client",
+                "no client is configured to start awf-mcp",
+                "awf-mcp config CLIENT --write (awf-mcp config --help names the clients)",
+            )
+        )
+    return findings
+
+
+# --------------------------------------------------------------------------- plugins, servers, tools
+
+
+async def check_plugins(ctx: Context) -> list[Finding]:
+    """Every plugin: loaded with its tools, failed with the reason, or disabled."""
+    loaded = await ctx.loaded()
+    if loaded is None:
+        return []
+    if loaded.plugin_error:
+        return [Finding("plugins", ERROR, "plugins", loaded.plugin_error, "do what the sentence says")]
+    findings = []
+    for record in loaded.plugins:
+        subject = record.describe()
+        data = {
+            "name": record.name,
+            "distribution": record.distribution,
+            "version": record.version,
+            "location": record.location,
+            "status": record.status,
+            "tools": record.tool_names,
+        }
+        if record.ok:
+            detail = f"loaded, {_count(len(record.tool_names), 'tool')}"
+            findings.append(Finding("plugins", OK, subject, detail, "", data))
+        elif record.status == "disabled":
+            why = (
+                "the built-in tools are off (--no-builtins, or intercept_builtins: false)"
+                if record.name == "builtin"
+                else "not loaded: AWF_MCP_PLUGINS, AWF_MCP_NO_PLUGINS or plugin_tools leaves it out"
+            )
+            findings.append(Finding("plugins", INFO, subject, why, "", data))
+        else:
+            reason = record.status.removeprefix("failed: ")
+            remove = f"pip uninstall {record.distribution}" if record.distribution else "uninstall it"
+            findings.append(
+                Finding(
+                    "plugins",
+                    ERROR,
+                    subject,
+                    f"failed to load, its tools are not served: {reason}",
+                    f"fix or reinstall the plugin, or remove it ({remove}, or awf-mcp plugins uninstall "
+                    f"{record.name})",
+                    data,
+                )
+            )
+    return findings
+
+
+async def check_servers(ctx: Context) -> list[Finding]:
+    """Every upstream server: running with its tools, failed with the reason, or disabled."""
+    loaded = await ctx.loaded()
+    if loaded is None or ctx.settings is None:
+        return []
+    specs = {spec.name: spec for spec in ctx.settings.servers}
+    findings = []
+    for record in loaded.servers:
+        spec = specs[record.name]
+        subject = f"server '{record.name}' ({spec.transport})"
+        data = {**spec.public(), "status": record.status, "tools": record.tool_names}
+        if record.ok:
+            detail = f"starts and lists {_count(len(record.tool_names), 'tool')}"
+            findings.append(Finding("servers", OK, subject, detail, "", data))
+        elif record.status == "disabled":
+            findings.append(Finding("servers", INFO, subject, "disabled (enabled = false)", "", data))
+        else:
+            reason = record.status.removeprefix("failed: ")
+            findings.append(
+                Finding(
+                    "servers",
+                    ERROR,
+                    subject,
+                    f"not served: {reason}",
+                    f"fix [servers.{record.name}] in the config file, or set enabled = false "
+                    "(docs/upstreams.md)",
+                    data,
+                )
+            )
+    return findings
+
+
+async def check_tools(ctx: Context) -> list[Finding]:
+    """The tools merge into one registry, as ``serve`` needs; names some clients refuse."""
+    from awf_mcp.core.registry import long_names
+    from awf_mcp.ports import MAX_TOOL_NAME_LENGTH, client_tool_name
+
+    loaded = await ctx.loaded()
+    if loaded is None or loaded.plugin_error:
+        return []
+    if loaded.registry is None:
+        return [
+            Finding(
+                "tools",
+                ERROR,
+                "the served tools",
+                f"awf-mcp serve would not start: {loaded.registry_error}",
+                "do what the sentence says ([rename], --exclude or uninstalling a plugin)",
+            )
+        ]
+    definitions = loaded.registry.definitions()
+    names = [definition.name for definition in definitions]
+    findings = [
+        Finding(
+            "tools",
+            OK,
+            "the served tools",
+            f"{_count(len(names), 'tool')} merge without a clash",
+            "",
+            {"tools": names},
+        )
+    ]
+    if not names:
+        findings[0] = Finding(
+            "tools",
+            WARNING,
+            "the served tools",
+            "no tool would be served",
+            "check --only, --exclude and plugin_tools",
+        )
+    for name in long_names(definitions):
+        findings.append(
+            Finding(
+                "tools",
+                WARNING,
+                f"tool '{name}'",
+                f"{client_tool_name('awf', name)} is over {MAX_TOOL_NAME_LENGTH} characters; "
+                "some clients refuse it",
+                "rename it under [rename] in awf-mcp.toml",
+                {"tool": name},
+            )
+        )
+    return findings
+
+
+# --------------------------------------------------------------------------- roots
+
+
+def root_findings(roots: Sequence[str]) -> list[Finding]:
+    """Each root: it exists, is a directory, and can be listed and entered."""
+    findings = []
+    for root in roots:
+        path = Path(root)
+        data = {"root": root}
+        if not path.exists():
+            problem = "does not exist"
+        elif not path.is_dir():
+            problem = "is not a directory"
+        elif not os.access(path, os.R_OK | os.X_OK):
+            problem = "cannot be listed (no read or search permission)"
+        else:
+            findings.append(Finding("roots", OK, root, "a readable directory", "", data))
+            continue
+        findings.append(
+            Finding(
+                "roots",
+                ERROR,
+                root,
+                f"the root {problem}",
+                "pass --root DIR, or fix roots in the config",
+                data,
+            )
+        )
+    return findings
+
+
+async def check_roots(ctx: Context) -> list[Finding]:
+    """The roots the built-in tools are confined to."""
+    return root_findings(ctx.settings.roots) if ctx.settings is not None else []
+
+
+# --------------------------------------------------------------------------- search
+
+
+def _command_version(argv: Sequence[str]) -> tuple[str | None, str]:
+    """The first line ``ARGV`` prints (its version), or None and why it did not run."""
+    from awf_mcp.ops.childenv import child_environment
+
+    try:
+        done = subprocess.run(
+            list(argv),
+            capture_output=True,
+            text=True,
+            timeout=VERSION_TIMEOUT_SECONDS,
+            stdin=subprocess.DEVNULL,
+            env=child_environment(),
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return None, f"it did not answer within {VERSION_TIMEOUT_SECONDS:g} s"
+    except OSError as exc:
+        return None, exc.strerror or str(exc)
+    first = done.stdout.strip().splitlines()[0] if done.stdout.strip() else ""
+    if done.returncode != 0 or not first:
+        said = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "nothing"
+        return None, f"it exited with code {done.returncode} and said: {said}"
+    return first, ""
+
+
+def search_findings(binary: str | None, forced_python: bool) -> list[Finding]:
+    """What Grep and Glob run on: ``binary`` (the ``rg`` found, or None)."""
+    from awf_mcp.builtins.ripgrep import ENGINE_VARIABLE
+
+    subject = "Grep and Glob search engine"
+    if binary is None:
+        if forced_python:
+            detail = f"the pure-Python engine ({ENGINE_VARIABLE}=python)"
+            return [Finding("search", INFO, subject, detail, "", {"engine": "python", "rg": None})]
+        return [
+            Finding(
+                "search",
+                WARNING,
+                subject,
+                "no rg found: the pure-Python engine runs (same results, slower)",
+                "pip install 'ripgrep<15' beside awf-mcp, or install rg on PATH",
+                {"engine": "python", "rg": None},
+            )
+        ]
+    bundle = getattr(sys, "_MEIPASS", None)
+    if bundle is not None and Path(binary).is_relative_to(bundle):
+        origin = "bundled with the single executable"
+    elif Path(binary).is_relative_to(sys.prefix):
+        origin = "from the ripgrep wheel beside awf-mcp"
+    else:
+        origin = "found on PATH"
+    version, reason = _command_version([binary, "--version"])
+    data = {"engine": "ripgrep", "rg": binary, "origin": origin, "version": version}
+    if version is None:
+        return [
+            Finding(
+                "search",
+                ERROR,
+                subject,
+                f"{binary} ({origin}) does not run: {reason}",
+                f"reinstall ripgrep, or set {ENGINE_VARIABLE}=python in the client's env for the entry",
+                data,
+            )
+        ]
+    return [Finding("search", OK, subject, f"{version}: {binary} ({origin})", "", data)]
+
+
+async def check_search(ctx: Context) -> list[Finding]:
+    """The ``rg`` Grep and Glob run, or the pure-Python engine."""
+    from awf_mcp.builtins.ripgrep import ENGINE_VARIABLE, ripgrep_binary
+
+    forced = ctx.env.get(ENGINE_VARIABLE, "").strip().lower() == "python"
+    return search_findings(ripgrep_binary(), forced)
+
+
+# --------------------------------------------------------------------------- plugin directories
+
+
+def _plugins_in(directory: Path) -> list[str]:
+    from importlib import metadata
+
+    names = {
+        ep.name
+        for distribution in metadata.distributions(path=[str(directory)])
+        for ep in distribution.entry_points
+        if ep.group == "awf_mcp"
+    }
+    return sorted(names)
+
+
+def plugin_directory_findings(dirs: Sequence[Path], explicit: Sequence[Path], frozen: bool) -> list[Finding]:
+    """Each plugin directory (``explicit``: those from ``AWF_MCP_PLUGIN_PATH``); ``dirs[0]`` is
+    where ``plugins install`` writes."""
+    from awf_mcp.ops.plugindirs import ENV_PLUGIN_PATH
+
+    findings = []
+    if not frozen:
+        findings.append(
+            Finding(
+                "plugin-directories",
+                INFO,
+                "plugin installation",
+                f"awf-mcp runs on {sys.executable}: plugins are pip-installed into its environment "
+                f"({sys.prefix}); the plugin directories are searched too",
+                "",
+                {"python": sys.executable, "prefix": sys.prefix},
+            )
+        )
+    for index, directory in enumerate(dirs):
+        listed = directory in explicit
+        role = f"from {ENV_PLUGIN_PATH}" if listed else "the default plugin directory"
+        subject = f"{directory} ({role}{', where plugins install writes' if index == 0 else ''})"
+        data: dict[str, Any] = {
+            "path": str(directory),
+            "from_environment": listed,
+            "install_target": index == 0,
+        }
+        if directory.exists() and not directory.is_dir():
+            findings.append(
+                Finding(
+                    "plugin-directories",
+                    ERROR,
+                    subject,
+                    "it is not a directory",
+                    "move the file away, or point AWF_MCP_PLUGIN_PATH elsewhere",
+                    data,
+                )
+            )
+        elif not directory.exists():
+            if listed:
+                findings.append(
+                    Finding(
+                        "plugin-directories",
+                        WARNING,
+                        subject,
+                        "it does not exist",
+                        f"create it, or remove it from {ENV_PLUGIN_PATH}",
+                        data,
+                    )
+                )
+            elif frozen:
+                findings.append(
+                    Finding(
+                        "plugin-directories",
+                        INFO,
+                        subject,
+                        "no plugins installed (it does not exist yet)",
+                        "awf-mcp plugins install NAME creates it",
+                        data,
+                    )
+                )
+        else:
+            plugins = _plugins_in(directory)
+            data["plugins"] = plugins
+            detail = _count(len(plugins), "plugin") + (f": {', '.join(plugins)}" if plugins else "")
+            if index == 0 and not os.access(directory, os.W_OK | os.X_OK):
+                findings.append(
+                    Finding(
+                        "plugin-directories",
+                        WARNING,
+                        subject,
+                        f"{detail}; plugins install cannot write to it",
+                        "make it writable, or install with --target DIR and add DIR to AWF_MCP_PLUGIN_PATH",
+                        data,
+                    )
+                )
+            else:
+                findings.append(Finding("plugin-directories", OK, subject, detail, "", data))
+    return findings
+
+
+def installer_python_finding() -> Finding:
+    """The Python ``plugins install`` runs pip with (the single executable has none of its own)."""
+    from awf_mcp.errors import AwfError
+    from awf_mcp.ops.piprunner import ENV_PYTHON, find_python
+
+    subject = "Python for plugins install"
+    try:
+        python = find_python()
+    except AwfError as exc:
+        return Finding(
+            "plugin-directories",
+            WARNING,
+            subject,
+            str(exc),
+            f"install Python 3 with pip, or set {ENV_PYTHON}",
+        )
+    return Finding("plugin-directories", OK, subject, f"{python} runs pip", "", {"python": python})
+
+
+async def check_plugin_directories(ctx: Context) -> list[Finding]:
+    """The plugin directories, and for the single executable the Python that installs into them."""
+    import anyio
+
+    from awf_mcp.ops.plugindirs import ENV_PLUGIN_PATH, plugin_dirs
+
+    explicit = [Path(p) for p in ctx.env.get(ENV_PLUGIN_PATH, "").split(os.pathsep) if p]
+    findings = plugin_directory_findings(plugin_dirs(), explicit, ctx.frozen)
+    if ctx.frozen:
+        findings.append(await anyio.to_thread.run_sync(installer_python_finding))
+    return findings
+
+
+CHECKS: tuple[Check, ...] = (
+    check_configuration,
+    check_clients,
+    check_plugins,
+    check_servers,
+    check_tools,
+    check_roots,
+    check_search,
+    check_plugin_directories,
+)
+"""Every check, in report order."""
+
+
+async def run_checks(ctx: Context, checks: Sequence[Check] = CHECKS) -> Report:
+    """Run ``checks`` concurrently; their findings in check order."""
+    import anyio
+
+    from awf_mcp.errors import describe_exception
+
+    results: list[list[Finding]] = [[] for _ in checks]
+
+    async def run(index: int, check: Check) -> None:
+        name = getattr(check, "__name__", "check").removeprefix("check_").replace("_", "-")
+        try:
+            results[index] = await check(ctx)
+        except Exception as exc:  # one check's bug must not hide the others' findings
+            results[index] = [
+                Finding(name, ERROR, name, f"the check itself failed: {describe_exception(exc)}", "report it")
+            ]
+
+    try:
+        async with anyio.create_task_group() as group:
+            for index, check in enumerate(checks):
+                group.start_soon(run, index, check)
+    finally:
+        await ctx.close()
+    return Report([finding for found in results for finding in found])
+
+
+def diagnose(
+    options: Mapping[str, Any],
+    *,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    cwd: Path | None = None,
+    home: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Report:
+    """Load the settings from ``options`` (``config``, ``root``, ``no_builtins``, ``only``,
+    ``exclude``, ``strict``) and run every check."""
+    import anyio
+
+    ctx = Context(
+        cwd=Path.cwd() if cwd is None else cwd,
+        home=Path.home() if home is None else home,
+        env=os.environ if env is None else env,
+        options=options,
+        timeout=timeout,
+    )
+    ctx.load_settings()
+    return anyio.run(run_checks, ctx)
+
+
+# --------------------------------------------------------------------------- output
+
+_BADGES = {OK: "[green]ok[/]   ", INFO: "[blue]info[/] ", WARNING: "[yellow]warn[/] ", ERROR: "[red]error[/]"}
+
+
+def print_report(report: Report) -> None:
+    """One line per finding (status, check, what was found, the fix), then the counts."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(highlight=False)
+    for finding in report.findings:
+        line = (
+            f"{_BADGES[finding.status]} {finding.check}: {escape(finding.subject)}: {escape(finding.detail)}"
+        )
+        if finding.fix:
+            line += f" [bold]fix:[/] {escape(finding.fix)}"
+        console.print(line)
+    counts = report.counts()
+    summary = ", ".join(f"{counts[status]} {status}" for status in STATUSES)
+    verdict = "[red]something is broken[/]" if report.broken else "[green]nothing is broken[/]"
+    console.print(f"\n{summary}: {verdict}")
+
+
+def doctor_command(
+    json_output: Annotated[bool, typer.Option("--json", help="Print the report as stable JSON.")] = False,
+    root: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--root", help="Directory the built-in tools are confined to (repeatable; default: cwd)."
+        ),
+    ] = None,
+    no_builtins: Annotated[bool, typer.Option("--no-builtins", help="Serve plugin tools only.")] = False,
+    only: Annotated[
+        list[str] | None, typer.Option("--only", help="Serve only tools matching NAME or GLOB (repeatable).")
+    ] = None,
+    exclude: Annotated[
+        list[str] | None,
+        typer.Option("--exclude", help="Do not serve tools matching NAME or GLOB (repeatable)."),
+    ] = None,
+    config: Annotated[
+        str | None,
+        typer.Option("--config", help="Config file: AWF proxy JSON or TOML (default: ./awf-mcp.toml)."),
+    ] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Make any plugin failure fatal.")] = False,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout", help="Seconds each client's awf entry may take to start and list its tools."
+        ),
+    ] = DEFAULT_TIMEOUT_SECONDS,
+) -> None:
+    """Check the clients' awf entries, plugins, upstream servers, roots and search engine; say how to fix each
+    problem. Exits 1 when something is broken."""
+    from awf_mcp.cli import main as launch
+    from awf_mcp.errors import UserError
+
+    if timeout <= 0:
+        launch.fail(UserError(f"--timeout must be a positive number of seconds, not {timeout:g}"))
+    launch.configure_logging("CRITICAL")
+    options = {
+        "root": root,
+        "no_builtins": no_builtins,
+        "only": only,
+        "exclude": exclude,
+        "config": config,
+        "strict": strict,
+    }
+    report = diagnose(options, timeout=timeout)
+    if json_output:
+        print(json.dumps(report.as_data(), indent=2, sort_keys=True))
+    else:
+        print_report(report)
+    if report.broken:
+        raise typer.Exit(1)
