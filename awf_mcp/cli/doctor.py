@@ -621,7 +621,7 @@ async def check_clients(ctx: Context) -> list[Finding]:
                 WARNING,
                 "every client",
                 "no client is configured to start awf-mcp",
-                "awf-mcp config CLIENT --write (awf-mcp config --help names the clients)",
+                f"awf-mcp config CLIENT --write, CLIENT one of {', '.join(client_files(ctx))}",
             )
         )
     return findings
