@@ -1108,7 +1108,12 @@ def doctor_command(
         str | None,
         typer.Option("--config", help="Config file: AWF proxy JSON or TOML (default: ./awf-mcp.toml)."),
     ] = None,
-    strict: Annotated[bool, typer.Option("--strict", help="Make any plugin failure fatal.")] = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict", help="As serve takes it; every plugin or server failure is an error here anyway."
+        ),
+    ] = False,
     timeout: Annotated[
         float,
         typer.Option(
