@@ -359,94 +359,88 @@ def _servers_table(data: Mapping[str, Any], keys: Sequence[str]) -> Mapping[str,
 
 
 @dataclass
-class _Entry:
-    """One awf entry found in one client file, and what is to be done with it."""
+class _ClientFile:
+    """One client's server file, and the scopes it serves."""
 
     client: str
     title: str
-    scopes: list[str]
     path: Path
+    scopes: list[str]
+
+    def finding(self, status: str, detail: str, fix: str = "", **data: Any) -> Finding:
+        subject = f"{self.title} ({' and '.join(self.scopes)} scope): {self.path}"
+        return Finding("clients", status, subject, detail, fix, {**self.where(), **data})
+
+    def where(self) -> dict[str, Any]:
+        return {"client": self.client, "scopes": self.scopes, "path": str(self.path)}
+
+
+@dataclass
+class _Entry:
+    """One awf entry found in one client file."""
+
+    file: _ClientFile
     name: str
     entry: Mapping[str, Any]
 
-    @property
-    def subject(self) -> str:
-        return f"{self.title} ({' and '.join(self.scopes)} scope): '{self.name}' in {self.path}"
+    def finding(self, status: str, detail: str, fix: str = "", **data: Any) -> Finding:
+        subject = (
+            f"{self.file.title} ({' and '.join(self.file.scopes)} scope): '{self.name}' in {self.file.path}"
+        )
+        return Finding(
+            "clients", status, subject, detail, fix, {**self.file.where(), "server": self.name, **data}
+        )
 
     def rewrite(self) -> str:
         """The command that writes this entry again, for the awf-mcp that runs doctor."""
-        scope = " --scope user" if "project" not in self.scopes else ""
+        scope = " --scope user" if "project" not in self.file.scopes else ""
         argv = entry_command(self.entry) or []
         kept = argv[argv.index("serve") + 1 :] if "serve" in argv else []
         options = f" {shlex.join(kept)}" if kept else ""
-        return f"awf-mcp config {self.client} --write{scope}{options}"
+        return f"awf-mcp config {self.file.client} --write{scope}{options}"
 
 
-def client_files(ctx: Context) -> dict[str, dict[Path, list[str]]]:
-    """Every client that has files: its server files (for the current platform) and their scopes."""
+def client_files(ctx: Context) -> dict[str, list[_ClientFile]]:
+    """Every client that has files: its server files on this platform, with their scopes."""
     from awf_mcp.errors import UserError
     from awf_mcp.ops import clientconfig
 
-    found: dict[str, dict[Path, list[str]]] = {}
+    found: dict[str, list[_ClientFile]] = {}
     for name, profile in clientconfig.PROFILES.items():
         if not profile.files:
             continue
-        files: dict[Path, list[str]] = {}
+        files: dict[Path, _ClientFile] = {}
         for scope in clientconfig.SCOPES:
             try:
-                path = clientconfig.target_files(name, scope, cwd=ctx.cwd, home=ctx.home, env=ctx.env)[
-                    "servers"
-                ]
+                targets = clientconfig.target_files(name, scope, cwd=ctx.cwd, home=ctx.home, env=ctx.env)
             except UserError:
                 continue  # this client has no such scope
-            files.setdefault(path, []).append(scope)
-        found[name] = files
+            path = targets["servers"]
+            files.setdefault(path, _ClientFile(name, profile.title, path, [])).scopes.append(scope)
+        found[name] = list(files.values())
     return found
 
 
-def _read_entries(
-    profile: ClientProfile, files: Mapping[Path, list[str]]
-) -> tuple[list[_Entry], list[Finding]]:
-    entries: list[_Entry] = []
-    findings: list[Finding] = []
-    for path, scopes in files.items():
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            continue
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = getattr(exc, "strerror", None) or str(exc)
-            findings.append(
-                Finding(
-                    "clients",
-                    WARNING,
-                    f"{profile.title} ({' and '.join(scopes)} scope): {path}",
-                    f"cannot read it: {reason}",
-                    "make it a readable UTF-8 file (the client cannot read it either)",
-                    {"client": profile.name, "scopes": scopes, "path": str(path)},
-                )
-            )
-            continue
-        if not text.strip():
-            continue
-        try:
-            data = parse_client_file(text, profile.format)
-        except ValueError as exc:
-            findings.append(
-                Finding(
-                    "clients",
-                    WARNING,
-                    f"{profile.title} ({' and '.join(scopes)} scope): {path}",
-                    f"it is {exc}, so its MCP servers were not checked",
-                    "fix the file (the client may not read it either)",
-                    {"client": profile.name, "scopes": scopes, "path": str(path)},
-                )
-            )
-            continue
-        for name, entry in _servers_table(data, profile.servers_key).items():
-            if isinstance(entry, Mapping) and is_awf_entry(str(name), entry):
-                entries.append(_Entry(profile.name, profile.title, scopes, path, str(name), entry))
-    return entries, findings
+def _read_entries(file: _ClientFile, profile: ClientProfile) -> tuple[list[_Entry], list[Finding]]:
+    """The awf entries in FILE, or the finding that says why it could not be read."""
+    try:
+        text = file.path.read_text(encoding="utf-8")
+        data = parse_client_file(text, profile.format) if text.strip() else {}
+    except FileNotFoundError:
+        return [], []
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        return [], [file.finding(WARNING, f"cannot read it: {reason}", "make it a readable UTF-8 file")]
+    except ValueError as exc:
+        detail = f"it is {exc}, so its MCP servers were not checked"
+        return [], [file.finding(WARNING, detail, "fix the file (the client may not read it either)")]
+    table = _servers_table(data, profile.servers_key)
+    entries = [
+        _Entry(file, str(name), entry)
+        for name, entry in table.items()
+        if isinstance(entry, Mapping) and is_awf_entry(str(name), entry)
+    ]
+    return entries, []
 
 
 def _resolve_command(command: str, ctx: Context, env: Mapping[str, str]) -> str | None:
@@ -457,6 +451,26 @@ def _resolve_command(command: str, ctx: Context, env: Mapping[str, str]) -> str 
     return shutil.which(expanded, path=env.get("PATH", ctx.env.get("PATH")))
 
 
+def _unstartable(found: _Entry, ctx: Context) -> Finding | None:
+    """Why the entry cannot be started (disabled, HTTP, no command, a command that is gone), or None."""
+    entry = found.entry
+    argv = entry_command(entry)
+    url = entry_url(entry)
+    if entry.get("enabled") is False or entry.get("disabled") is True:
+        detail = "the entry is disabled, so the client does not start awf-mcp"
+        return found.finding(WARNING, detail, f"enable it in {found.file.path}, or: {found.rewrite()}")
+    if argv is None and url:
+        return found.finding(INFO, f"connects to {url}; doctor starts stdio entries only", url=url)
+    if argv is None:
+        return found.finding(ERROR, "the entry has no command to run", f"rewrite it: {found.rewrite()}")
+    env = entry_env(entry)
+    if _resolve_command(argv[0], ctx, {**ctx.env, **env}) is None:
+        detail = f"its command {argv[0]} does not exist or is not executable"
+        fix = f"point it at this awf-mcp: {found.rewrite()}"
+        return found.finding(ERROR, detail, fix, command=argv, env=sorted(env))
+    return None
+
+
 async def probe_commands(
     commands: Sequence[tuple[Sequence[str], Mapping[str, str]]], cwd: Path, timeout: float
 ) -> list[tuple[list[str] | None, str]]:
@@ -464,7 +478,8 @@ async def probe_commands(
 
     Each result is ``(tool names, "")`` or ``(None, why it failed)``. The servers are
     started and spoken to through the SDK client adapter, exactly as ``serve`` starts an
-    upstream server (the user's environment plus ``env``), and stopped again.
+    upstream server (the user's environment plus ``env``; a value of ``env`` is masked in
+    the reason), and stopped again.
     """
     from awf_mcp.cli import runtime
     from awf_mcp.core.servers import ServerSpec
@@ -485,11 +500,9 @@ async def probe_commands(
     records = await start_all(specs, connect, roots=[str(cwd)], on_failure=None)
     try:
         return [
-            (
-                ([name.removeprefix(f"{spec.name}_") for name in record.tool_names], "")
-                if record.ok
-                else (None, record.status.removeprefix("failed: "))
-            )
+            ([name.removeprefix(f"{spec.name}_") for name in record.tool_names], "")
+            if record.ok
+            else (None, record.status.removeprefix("failed: "))
             for spec, record in zip(specs, records, strict=True)
         ]
     finally:
@@ -501,128 +514,43 @@ async def check_clients(ctx: Context) -> list[Finding]:
     from awf_mcp.ops import clientconfig
 
     findings: list[Finding] = []
-    to_probe: list[tuple[_Entry, list[str], dict[str, str]]] = []
-    configured: set[str] = set()
-    for client, files in client_files(ctx).items():
+    startable: list[_Entry] = []
+    clients = client_files(ctx)
+    for client, files in clients.items():
         profile = clientconfig.PROFILES[client]
-        entries, problems = _read_entries(profile, files)
-        findings += problems
+        entries: list[_Entry] = []
+        for file in files:
+            found, problems = _read_entries(file, profile)
+            entries += found
+            findings += problems
         if not entries:
-            looked = ", ".join(str(path) for path in files)
+            looked = [str(file.path) for file in files]
+            detail = f"no awf entry (looked in {', '.join(looked)})"
+            fix = f"to use awf-mcp from {profile.title}: awf-mcp config {client} --write"
             findings.append(
-                Finding(
-                    "clients",
-                    INFO,
-                    profile.title,
-                    f"no awf entry (looked in {looked})",
-                    f"to use awf-mcp from {profile.title}: awf-mcp config {client} --write",
-                    {"client": client, "files": [str(path) for path in files]},
-                )
+                Finding("clients", INFO, profile.title, detail, fix, {"client": client, "files": looked})
             )
-            continue
-        configured.add(client)
-        for found in entries:
-            data: dict[str, Any] = {
-                "client": client,
-                "scopes": found.scopes,
-                "path": str(found.path),
-                "server": found.name,
-            }
-            argv = entry_command(found.entry)
-            url = entry_url(found.entry)
-            enabled = found.entry.get("enabled") is not False and found.entry.get("disabled") is not True
-            if not enabled:
-                findings.append(
-                    Finding(
-                        "clients",
-                        WARNING,
-                        found.subject,
-                        "the entry is disabled, so the client does not start awf-mcp",
-                        f"enable it in {found.path} (or rewrite it: {found.rewrite()})",
-                        data,
-                    )
-                )
-            elif argv is None and url:
-                findings.append(
-                    Finding(
-                        "clients",
-                        INFO,
-                        found.subject,
-                        f"connects to {url}; doctor starts stdio entries only",
-                        "",
-                        {**data, "url": url},
-                    )
-                )
-            elif argv is None:
-                findings.append(
-                    Finding(
-                        "clients",
-                        ERROR,
-                        found.subject,
-                        "the entry has no command to run",
-                        f"rewrite it: {found.rewrite()}",
-                        data,
-                    )
-                )
+        for entry in entries:
+            problem = _unstartable(entry, ctx)
+            if problem is None:
+                startable.append(entry)
             else:
-                env = entry_env(found.entry)
-                data.update(command=argv, env=sorted(env))
-                if _resolve_command(argv[0], ctx, {**ctx.env, **env}) is None:
-                    findings.append(
-                        Finding(
-                            "clients",
-                            ERROR,
-                            found.subject,
-                            f"its command {argv[0]} does not exist or is not executable",
-                            f"point it at this awf-mcp: {found.rewrite()}",
-                            data,
-                        )
-                    )
-                else:
-                    to_probe.append((found, argv, env))
-    if to_probe:
-        results = await probe_commands([(argv, env) for _, argv, env in to_probe], ctx.cwd, ctx.timeout)
-        for (found, argv, env), (tools, reason) in zip(to_probe, results, strict=True):
-            data = {
-                "client": found.client,
-                "scopes": found.scopes,
-                "path": str(found.path),
-                "server": found.name,
-                "command": argv,
-                "env": sorted(env),
-                "tools": tools or [],
-            }
-            if tools is not None:
-                findings.append(
-                    Finding(
-                        "clients",
-                        OK,
-                        found.subject,
-                        f"starts and answers tools/list with {_count(len(tools), 'tool')}",
-                        "",
-                        data,
-                    )
-                )
-            else:
-                findings.append(
-                    Finding(
-                        "clients",
-                        ERROR,
-                        found.subject,
-                        f"it does not answer tools/list: {reason}",
-                        f"run `{shlex.join(argv)}` to see the whole error; or rewrite it: {found.rewrite()}",
-                        data,
-                    )
-                )
-    if not configured:
+                findings.append(problem)
+    commands = [(entry_command(entry.entry) or [], entry_env(entry.entry)) for entry in startable]
+    results = await probe_commands(commands, ctx.cwd, ctx.timeout) if commands else []
+    for entry, (argv, env), (tools, reason) in zip(startable, commands, results, strict=True):
+        data: dict[str, Any] = {"command": argv, "env": sorted(env), "tools": tools or []}
+        if tools is not None:
+            findings.append(
+                entry.finding(OK, f"starts and answers tools/list with {_count(len(tools), 'tool')}", **data)
+            )
+        else:
+            fix = f"run `{shlex.join(argv)}` to see the whole error; or rewrite it: {entry.rewrite()}"
+            findings.append(entry.finding(ERROR, f"it does not answer tools/list: {reason}", fix, **data))
+    if not any(f.data.get("server") for f in findings):
+        fix = f"awf-mcp config CLIENT --write, CLIENT one of {', '.join(clients)}"
         findings.append(
-            Finding(
-                "clients",
-                WARNING,
-                "every client",
-                "no client is configured to start awf-mcp",
-                f"awf-mcp config CLIENT --write, CLIENT one of {', '.join(client_files(ctx))}",
-            )
+            Finding("clients", WARNING, "every client", "no client is configured to start awf-mcp", fix)
         )
     return findings
 
@@ -639,7 +567,6 @@ async def check_plugins(ctx: Context) -> list[Finding]:
         return [Finding("plugins", ERROR, "plugins", loaded.plugin_error, "do what the sentence says")]
     findings = []
     for record in loaded.plugins:
-        subject = record.describe()
         data = {
             "name": record.name,
             "distribution": record.distribution,
@@ -648,30 +575,22 @@ async def check_plugins(ctx: Context) -> list[Finding]:
             "status": record.status,
             "tools": record.tool_names,
         }
+        status, fix = OK, ""
         if record.ok:
             detail = f"loaded, {_count(len(record.tool_names), 'tool')}"
-            findings.append(Finding("plugins", OK, subject, detail, "", data))
+        elif record.status == "disabled" and record.name == "builtin":
+            status, detail = INFO, "the built-in tools are off (--no-builtins, or intercept_builtins: false)"
         elif record.status == "disabled":
-            why = (
-                "the built-in tools are off (--no-builtins, or intercept_builtins: false)"
-                if record.name == "builtin"
-                else "not loaded: AWF_MCP_PLUGINS, AWF_MCP_NO_PLUGINS or plugin_tools leaves it out"
+            status, detail = (
+                INFO,
+                "not loaded: AWF_MCP_PLUGINS, AWF_MCP_NO_PLUGINS or plugin_tools leaves it out",
             )
-            findings.append(Finding("plugins", INFO, subject, why, "", data))
         else:
-            reason = record.status.removeprefix("failed: ")
+            status = ERROR
+            detail = f"failed to load, its tools are not served: {record.status.removeprefix('failed: ')}"
             remove = f"pip uninstall {record.distribution}" if record.distribution else "uninstall it"
-            findings.append(
-                Finding(
-                    "plugins",
-                    ERROR,
-                    subject,
-                    f"failed to load, its tools are not served: {reason}",
-                    f"fix or reinstall the plugin, or remove it ({remove}, or awf-mcp plugins uninstall "
-                    f"{record.name})",
-                    data,
-                )
-            )
+            fix = f"fix or reinstall it, or remove it ({remove}, or awf-mcp plugins uninstall {record.name})"
+        findings.append(Finding("plugins", status, record.describe(), detail, fix, data))
     return findings
 
 
@@ -684,26 +603,19 @@ async def check_servers(ctx: Context) -> list[Finding]:
     findings = []
     for record in loaded.servers:
         spec = specs[record.name]
-        subject = f"server '{record.name}' ({spec.transport})"
         data = {**spec.public(), "status": record.status, "tools": record.tool_names}
+        status, fix = OK, ""
         if record.ok:
             detail = f"starts and lists {_count(len(record.tool_names), 'tool')}"
-            findings.append(Finding("servers", OK, subject, detail, "", data))
         elif record.status == "disabled":
-            findings.append(Finding("servers", INFO, subject, "disabled (enabled = false)", "", data))
+            status, detail = INFO, "disabled (enabled = false)"
         else:
-            reason = record.status.removeprefix("failed: ")
-            findings.append(
-                Finding(
-                    "servers",
-                    ERROR,
-                    subject,
-                    f"not served: {reason}",
-                    f"fix [servers.{record.name}] in the config file, or set enabled = false "
-                    "(docs/upstreams.md)",
-                    data,
-                )
+            status, detail = ERROR, f"not served: {record.status.removeprefix('failed: ')}"
+            fix = (
+                f"fix [servers.{record.name}] in the config file, or set enabled = false (docs/upstreams.md)"
             )
+        subject = f"server '{record.name}' ({spec.transport})"
+        findings.append(Finding("servers", status, subject, detail, fix, data))
     return findings
 
 
@@ -713,50 +625,28 @@ async def check_tools(ctx: Context) -> list[Finding]:
     from awf_mcp.ports import MAX_TOOL_NAME_LENGTH, client_tool_name
 
     loaded = await ctx.loaded()
+    subject = "the served tools"
     if loaded is None or loaded.plugin_error:
         return []
     if loaded.registry is None:
-        return [
-            Finding(
-                "tools",
-                ERROR,
-                "the served tools",
-                f"awf-mcp serve would not start: {loaded.registry_error}",
-                "do what the sentence says ([rename], --exclude or uninstalling a plugin)",
-            )
-        ]
+        detail = f"awf-mcp serve would not start: {loaded.registry_error}"
+        return [Finding("tools", ERROR, subject, detail, "do what the sentence says")]
     definitions = loaded.registry.definitions()
     names = [definition.name for definition in definitions]
     findings = [
         Finding(
-            "tools",
-            OK,
-            "the served tools",
-            f"{_count(len(names), 'tool')} merge without a clash",
-            "",
-            {"tools": names},
+            "tools", OK, subject, f"{_count(len(names), 'tool')} merge without a clash", "", {"tools": names}
         )
     ]
     if not names:
-        findings[0] = Finding(
-            "tools",
-            WARNING,
-            "the served tools",
-            "no tool would be served",
-            "check --only, --exclude and plugin_tools",
-        )
+        findings = [
+            Finding("tools", WARNING, subject, "no tool would be served", "check --only and --exclude")
+        ]
     for name in long_names(definitions):
-        findings.append(
-            Finding(
-                "tools",
-                WARNING,
-                f"tool '{name}'",
-                f"{client_tool_name('awf', name)} is over {MAX_TOOL_NAME_LENGTH} characters; "
-                "some clients refuse it",
-                "rename it under [rename] in awf-mcp.toml",
-                {"tool": name},
-            )
-        )
+        served = client_tool_name("awf", name)
+        detail = f"{served} is over {MAX_TOOL_NAME_LENGTH} characters; some clients refuse it"
+        fix = "rename it under [rename] in awf-mcp.toml"
+        findings.append(Finding("tools", WARNING, f"tool '{name}'", detail, fix, {"tool": name}))
     return findings
 
 
@@ -768,26 +658,16 @@ def root_findings(roots: Sequence[str]) -> list[Finding]:
     findings = []
     for root in roots:
         path = Path(root)
-        data = {"root": root}
+        status, detail, fix = ERROR, "", "pass --root DIR, or fix roots in the config"
         if not path.exists():
-            problem = "does not exist"
+            detail = "the root does not exist"
         elif not path.is_dir():
-            problem = "is not a directory"
+            detail = "the root is not a directory"
         elif not os.access(path, os.R_OK | os.X_OK):
-            problem = "cannot be listed (no read or search permission)"
+            detail = "the root cannot be listed (no read or search permission)"
         else:
-            findings.append(Finding("roots", OK, root, "a readable directory", "", data))
-            continue
-        findings.append(
-            Finding(
-                "roots",
-                ERROR,
-                root,
-                f"the root {problem}",
-                "pass --root DIR, or fix roots in the config",
-                data,
-            )
-        )
+            status, detail, fix = OK, "a readable directory", ""
+        findings.append(Finding("roots", status, root, detail, fix, {"root": root}))
     return findings
 
 
@@ -830,19 +710,16 @@ def search_findings(binary: str | None, forced_python: bool) -> list[Finding]:
 
     subject = "Grep and Glob search engine"
     if binary is None:
+        data = {"engine": "python", "rg": None}
         if forced_python:
-            detail = f"the pure-Python engine ({ENGINE_VARIABLE}=python)"
-            return [Finding("search", INFO, subject, detail, "", {"engine": "python", "rg": None})]
-        return [
-            Finding(
-                "search",
-                WARNING,
-                subject,
-                "no rg found: the pure-Python engine runs (same results, slower)",
-                "pip install 'ripgrep<15' beside awf-mcp, or install rg on PATH",
-                {"engine": "python", "rg": None},
-            )
-        ]
+            return [
+                Finding(
+                    "search", INFO, subject, f"the pure-Python engine ({ENGINE_VARIABLE}=python)", "", data
+                )
+            ]
+        detail = "no rg found: the pure-Python engine runs (same results, slower)"
+        fix = "pip install 'ripgrep<15' beside awf-mcp, or install rg on PATH"
+        return [Finding("search", WARNING, subject, detail, fix, data)]
     bundle = getattr(sys, "_MEIPASS", None)
     if bundle is not None and Path(binary).is_relative_to(bundle):
         origin = "bundled with the single executable"
@@ -853,16 +730,9 @@ def search_findings(binary: str | None, forced_python: bool) -> list[Finding]:
     version, reason = _command_version([binary, "--version"])
     data = {"engine": "ripgrep", "rg": binary, "origin": origin, "version": version}
     if version is None:
-        return [
-            Finding(
-                "search",
-                ERROR,
-                subject,
-                f"{binary} ({origin}) does not run: {reason}",
-                f"reinstall ripgrep, or set {ENGINE_VARIABLE}=python in the client's env for the entry",
-                data,
-            )
-        ]
+        detail = f"{binary} ({origin}) does not run: {reason}"
+        fix = f"reinstall ripgrep, or set {ENGINE_VARIABLE}=python in the entry's env"
+        return [Finding("search", ERROR, subject, detail, fix, data)]
     return [Finding("search", OK, subject, f"{version}: {binary} ({origin})", "", data)]
 
 
@@ -889,84 +759,54 @@ def _plugins_in(directory: Path) -> list[str]:
     return sorted(names)
 
 
-def plugin_directory_findings(dirs: Sequence[Path], explicit: Sequence[Path], frozen: bool) -> list[Finding]:
-    """Each plugin directory (``explicit``: those from ``AWF_MCP_PLUGIN_PATH``); ``dirs[0]`` is
-    where ``plugins install`` writes."""
+def _plugin_directory(directory: Path, listed: bool, install_target: bool, frozen: bool) -> Finding | None:
     from awf_mcp.ops.plugindirs import ENV_PLUGIN_PATH
 
+    role = f"from {ENV_PLUGIN_PATH}" if listed else "the default plugin directory"
+    subject = f"{directory} ({role}{', where plugins install writes' if install_target else ''})"
+    data: dict[str, Any] = {
+        "path": str(directory),
+        "from_environment": listed,
+        "install_target": install_target,
+    }
+    status, fix = OK, ""
+    if directory.exists() and not directory.is_dir():
+        status, detail, fix = (
+            ERROR,
+            "it is not a directory",
+            f"move the file away, or change {ENV_PLUGIN_PATH}",
+        )
+    elif not directory.exists() and listed:
+        status, detail, fix = WARNING, "it does not exist", f"create it, or remove it from {ENV_PLUGIN_PATH}"
+    elif not directory.exists() and frozen:
+        status, detail = INFO, "no plugins installed (it does not exist yet)"
+        fix = "awf-mcp plugins install NAME creates it"
+    elif not directory.exists():
+        return None
+    else:
+        data["plugins"] = plugins = _plugins_in(directory)
+        detail = _count(len(plugins), "plugin") + (f": {', '.join(plugins)}" if plugins else "")
+        if install_target and not os.access(directory, os.W_OK | os.X_OK):
+            status, detail = WARNING, f"{detail}; plugins install cannot write to it"
+            fix = f"make it writable, or install with --target DIR and add DIR to {ENV_PLUGIN_PATH}"
+    return Finding("plugin-directories", status, subject, detail, fix, data)
+
+
+def plugin_directory_findings(dirs: Sequence[Path], explicit: Sequence[Path], frozen: bool) -> list[Finding]:
+    """Each plugin directory (``explicit``: those from ``AWF_MCP_PLUGIN_PATH``); ``dirs[0]`` is
+    where ``plugins install`` writes. Outside the single executable, plugins are pip-installed."""
     findings = []
     if not frozen:
-        findings.append(
-            Finding(
-                "plugin-directories",
-                INFO,
-                "plugin installation",
-                f"awf-mcp runs on {sys.executable}: plugins are pip-installed into its environment "
-                f"({sys.prefix}); the plugin directories are searched too",
-                "",
-                {"python": sys.executable, "prefix": sys.prefix},
-            )
+        detail = (
+            f"awf-mcp runs on {sys.executable}: plugins are pip-installed into its environment "
+            f"({sys.prefix}); the plugin directories are searched too"
         )
+        data = {"python": sys.executable, "prefix": sys.prefix}
+        findings.append(Finding("plugin-directories", INFO, "plugin installation", detail, "", data))
     for index, directory in enumerate(dirs):
-        listed = directory in explicit
-        role = f"from {ENV_PLUGIN_PATH}" if listed else "the default plugin directory"
-        subject = f"{directory} ({role}{', where plugins install writes' if index == 0 else ''})"
-        data: dict[str, Any] = {
-            "path": str(directory),
-            "from_environment": listed,
-            "install_target": index == 0,
-        }
-        if directory.exists() and not directory.is_dir():
-            findings.append(
-                Finding(
-                    "plugin-directories",
-                    ERROR,
-                    subject,
-                    "it is not a directory",
-                    "move the file away, or point AWF_MCP_PLUGIN_PATH elsewhere",
-                    data,
-                )
-            )
-        elif not directory.exists():
-            if listed:
-                findings.append(
-                    Finding(
-                        "plugin-directories",
-                        WARNING,
-                        subject,
-                        "it does not exist",
-                        f"create it, or remove it from {ENV_PLUGIN_PATH}",
-                        data,
-                    )
-                )
-            elif frozen:
-                findings.append(
-                    Finding(
-                        "plugin-directories",
-                        INFO,
-                        subject,
-                        "no plugins installed (it does not exist yet)",
-                        "awf-mcp plugins install NAME creates it",
-                        data,
-                    )
-                )
-        else:
-            plugins = _plugins_in(directory)
-            data["plugins"] = plugins
-            detail = _count(len(plugins), "plugin") + (f": {', '.join(plugins)}" if plugins else "")
-            if index == 0 and not os.access(directory, os.W_OK | os.X_OK):
-                findings.append(
-                    Finding(
-                        "plugin-directories",
-                        WARNING,
-                        subject,
-                        f"{detail}; plugins install cannot write to it",
-                        "make it writable, or install with --target DIR and add DIR to AWF_MCP_PLUGIN_PATH",
-                        data,
-                    )
-                )
-            else:
-                findings.append(Finding("plugin-directories", OK, subject, detail, "", data))
+        found = _plugin_directory(directory, directory in explicit, index == 0, frozen)
+        if found is not None:
+            findings.append(found)
     return findings
 
 
@@ -979,13 +819,8 @@ def installer_python_finding() -> Finding:
     try:
         python = find_python()
     except AwfError as exc:
-        return Finding(
-            "plugin-directories",
-            WARNING,
-            subject,
-            str(exc),
-            f"install Python 3 with pip, or set {ENV_PYTHON}",
-        )
+        fix = f"install Python 3 with pip, or set {ENV_PYTHON}"
+        return Finding("plugin-directories", WARNING, subject, str(exc), fix)
     return Finding("plugin-directories", OK, subject, f"{python} runs pip", "", {"python": python})
 
 
