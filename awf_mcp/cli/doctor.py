@@ -918,7 +918,8 @@ def print_report(report: Report) -> None:
             line += f" [bold]fix:[/] {escape(finding.fix)}"
         console.print(line)
     counts = report.counts()
-    summary = ", ".join(f"{counts[status]} {status}" for status in STATUSES)
+    problems = f"{_count(counts[WARNING], WARNING)}, {_count(counts[ERROR], ERROR)}"
+    summary = f"{counts[OK]} ok, {counts[INFO]} info, {problems}"
     verdict = "[red]something is broken[/]" if report.broken else "[green]nothing is broken[/]"
     console.print(f"\n{summary}: {verdict}")
 
