@@ -21,7 +21,11 @@ The checks:
     ``awf-mcp ... serve``), whether its command exists, and whether it starts and answers
     ``tools/list`` within ``--timeout`` seconds, started as the client starts it (its
     command, arguments and ``env``, in the working directory) through the SDK client
-    (:mod:`awf_mcp.wire.client`). stdio entries only; an HTTP entry is noted.
+    (:mod:`awf_mcp.wire.client`). stdio entries only; an HTTP entry is noted. An entry
+    in a project-scope file (which may have come with a cloned repository) is started
+    only when its command is an awf-mcp installed outside the project; any other is
+    reported, not run. (Like ``serve`` and ``servers list``, doctor trusts the
+    configuration it loads: the upstream servers of ``./awf-mcp.toml`` are started.)
 ``plugins``
     every plugin: loaded (with its tools), failed (with the reason), or disabled.
 ``servers``
@@ -452,7 +456,8 @@ def _resolve_command(command: str, ctx: Context, env: Mapping[str, str]) -> str 
 
 
 def _unstartable(found: _Entry, ctx: Context) -> Finding | None:
-    """Why the entry cannot be started (disabled, HTTP, no command, a command that is gone), or None."""
+    """Why the entry is not started (disabled, HTTP, no command, a command that is gone or that a
+    project file names), or None."""
     entry = found.entry
     argv = entry_command(entry)
     url = entry_url(entry)
@@ -464,11 +469,34 @@ def _unstartable(found: _Entry, ctx: Context) -> Finding | None:
     if argv is None:
         return found.finding(ERROR, "the entry has no command to run", f"rewrite it: {found.rewrite()}")
     env = entry_env(entry)
-    if _resolve_command(argv[0], ctx, {**ctx.env, **env}) is None:
+    resolved = _resolve_command(argv[0], ctx, {**ctx.env, **env})
+    if resolved is None:
         detail = f"its command {argv[0]} does not exist or is not executable"
         fix = f"point it at this awf-mcp: {found.rewrite()}"
         return found.finding(ERROR, detail, fix, command=argv, env=sorted(env))
+    if "project" in found.file.scopes and not _installed_awf_mcp(argv, resolved, ctx.cwd):
+        detail = (
+            "not started: a project's file may come with a cloned repository, so doctor starts a project "
+            "entry only when its command is an awf-mcp installed outside the project"
+        )
+        fix = f"if you trust this project, run `{shlex.join(argv)}` yourself; or: {found.rewrite()}"
+        return found.finding(WARNING, detail, fix, command=argv, env=sorted(env))
     return None
+
+
+def _installed_awf_mcp(argv: Sequence[str], resolved: str, project: Path) -> bool:
+    """True when ARGV runs awf-mcp (``awf-mcp``, or ``python -m awf_mcp``) from outside PROJECT.
+
+    An agent asks before it starts a project's servers; doctor must not start one
+    either (a file in a cloned repository may name any command), unless the command
+    is known: the awf-mcp executable, or a Python running ``-m awf_mcp`` that cannot
+    import it from the project itself (``-m`` puts the working directory first).
+    """
+    if Path(resolved).absolute().is_relative_to(project.absolute()):
+        return False
+    if Path(argv[0]).name.startswith("awf-mcp"):
+        return True
+    return list(argv[1:3]) == ["-m", "awf_mcp"] and not (project / "awf_mcp").exists()
 
 
 async def probe_commands(

@@ -160,7 +160,7 @@ async def test_an_entry_that_exits_at_once_reports_how_it_ended(tmp_path: Path) 
     ctx = context(tmp_path)
     client = WRITABLE_CLIENTS[0]
     crash = [sys.executable, "-c", "import sys; print('no such option', file=sys.stderr); sys.exit(3)"]
-    write_entry(ctx, client, [*crash, "serve"])
+    write_entry(ctx, client, [*crash, "serve"], scope="user")
     [error] = of(await doctor.check_clients(ctx), "error", client=client)
     assert "exited with code 3" in error.detail and "no such option" in error.detail
     assert error.fix.startswith("run `")
@@ -170,9 +170,35 @@ async def test_an_entry_that_never_answers_is_cut_off_by_the_timeout(tmp_path: P
     ctx = context(tmp_path, timeout=1.0)
     client = WRITABLE_CLIENTS[0]
     # The entry is named awf, so it is checked although its command is not awf-mcp.
-    write_entry(ctx, client, [sys.executable, str(UPSTREAM), "silent"])
+    write_entry(ctx, client, [sys.executable, str(UPSTREAM), "silent"], scope="user")
     [error] = of(await doctor.check_clients(ctx), "error", client=client)
     assert "within 1 s" in error.detail
+
+
+@pytest.mark.parametrize("kind", ["not awf-mcp", "inside the project", "python -m from the project"])
+async def test_a_project_entry_runs_only_an_awf_mcp_installed_outside_the_project(
+    tmp_path: Path, kind: str
+) -> None:
+    ctx = context(tmp_path)
+    marker = tmp_path / "ran"
+    touch = f"open({str(marker)!r}, 'w').close()"
+    if kind == "not awf-mcp":
+        command = [sys.executable, "-c", touch, "serve"]
+    elif kind == "inside the project":
+        script = ctx.cwd / "bin" / "awf-mcp"
+        script.parent.mkdir()
+        script.write_text(f"#!{sys.executable}\n{touch}\n")
+        script.chmod(0o755)
+        command = ["bin/awf-mcp", "serve"]
+    else:
+        (ctx.cwd / "awf_mcp").mkdir()
+        (ctx.cwd / "awf_mcp" / "__main__.py").write_text(touch)
+        command = [sys.executable, "-m", "awf_mcp", "serve"]
+    client = WRITABLE_CLIENTS[0]
+    write_entry(ctx, client, command)
+    [warning] = of(await doctor.check_clients(ctx), "warning", client=client)
+    assert "not started" in warning.detail and "if you trust this project" in warning.fix
+    assert not marker.exists()
 
 
 async def test_no_configured_client_is_a_warning_and_each_client_says_how(tmp_path: Path) -> None:
