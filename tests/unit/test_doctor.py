@@ -377,3 +377,19 @@ def test_the_report_as_data_has_stable_keys() -> None:
     assert data["ok"] is True and data["counts"] == {"ok": 1, "info": 0, "warning": 1, "error": 0}
     assert set(data["findings"][0]) == {"check", "status", "subject", "detail", "fix", "data"}
     assert Report([Finding("roots", "error", "/r", "gone")]).as_data()["ok"] is False
+
+
+def test_the_printed_report_is_one_line_per_finding_with_its_fix(capsys: pytest.CaptureFixture[str]) -> None:
+    report = Report(
+        [
+            Finding("roots", "ok", "/r", "a readable directory"),
+            Finding(
+                "clients", "error", "/p/[red]x[/].json", "its command [bold]gone", "awf-mcp config x --write"
+            ),
+        ]
+    )
+    doctor.print_report(report)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["ok", "roots:", "/r:", "a", "readable", "directory"]
+    assert lines[1].startswith("error clients: /p/[red]x[/].json: its command [bold]gone fix: awf-mcp config")
+    assert lines[-1] == "1 ok, 0 info, 0 warnings, 1 error: something is broken"
