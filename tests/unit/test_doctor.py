@@ -25,6 +25,7 @@ from awf_mcp.cli.doctor import (
     run_checks,
     search_findings,
 )
+from awf_mcp.errors import UserError
 from awf_mcp.ops import clientconfig
 from tests.helpers.distributions import make_distribution, provider_plugin
 from tests.helpers.harness import server_command
@@ -77,6 +78,17 @@ def write_entry(ctx: Context, client: str, command: list[str], scope: str = "pro
         env=ctx.env,
     )
     return clientconfig.target_files(client, scope, cwd=ctx.cwd, home=ctx.home, env=ctx.env)["servers"]
+
+
+def first_scope(ctx: Context, client: str) -> str:
+    """The first scope CLIENT has a file for (some clients have no project file)."""
+    for scope in clientconfig.SCOPES:
+        try:
+            clientconfig.target_files(client, scope, cwd=ctx.cwd, home=ctx.home, env=ctx.env)
+        except UserError:
+            continue
+        return scope
+    raise AssertionError(f"{client} has no file in any scope")
 
 
 def of(findings: list[Finding], status: str | None = None, **data: Any) -> list[Finding]:
@@ -134,12 +146,14 @@ async def test_every_clients_entry_with_a_missing_command_is_an_error_with_the_f
     tmp_path: Path, client: str
 ) -> None:
     ctx = context(tmp_path)
-    path = write_entry(ctx, client, [str(tmp_path / "gone" / "awf-mcp"), "serve", "--root", "/r"])
+    scope = first_scope(ctx, client)
+    path = write_entry(ctx, client, [str(tmp_path / "gone" / "awf-mcp"), "serve", "--root", "/r"], scope)
     findings = await doctor.check_clients(ctx)
     [error] = of(findings, "error", client=client)
     assert error.data["path"] == str(path)
     assert "does not exist" in error.detail and str(tmp_path / "gone" / "awf-mcp") in error.detail
-    assert error.fix.endswith(f"awf-mcp config {client} --write --root /r")
+    scope_option = " --scope user" if scope == "user" else ""
+    assert error.fix.endswith(f"awf-mcp config {client} --write{scope_option} --root /r")
     others = [f for f in findings if f.data.get("client") not in (client, None)]
     assert all(f.status == "info" and "no awf entry" in f.detail for f in others)
 
