@@ -24,6 +24,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from awf_mcp import __version__
+from awf_mcp.cli.doctor import doctor_command
 from awf_mcp.cli.options import SERVE_DESCRIPTION, with_options
 from awf_mcp.cli.servers import servers_app
 from awf_mcp.core.config import ServeOptions
@@ -42,6 +43,7 @@ plugins_app = typer.Typer(help="List, install and uninstall plugins.", no_args_i
 app.add_typer(tools_app, name="tools")
 app.add_typer(plugins_app, name="plugins")
 app.add_typer(servers_app, name="servers")
+app.command("doctor")(doctor_command)
 
 T = TypeVar("T")
 
