@@ -443,17 +443,19 @@ def test_configure_states_each_note_once(dirs: tuple[Path, Path]) -> None:
 # --------------------------------------------------------------------------- profiles
 
 
-def test_every_writable_profile_has_both_scopes_and_a_known_format() -> None:
+def test_every_profile_has_known_scopes_a_known_format_and_its_docs() -> None:
     for profile in cc.PROFILES.values():
-        assert profile.format in ("json", "toml")
-        assert set(profile.files) in (set(), set(cc.SCOPES)), profile.name
+        assert profile.format in ("json", "jsonc", "toml")
+        assert set(profile.files) <= set(cc.SCOPES), profile.name
+        assert set(profile.scopes("darwin")) == set(profile.scopes("linux")), profile.name
         assert profile.name in cc.CLIENTS
+        assert not profile.files or profile.docs.startswith("https://"), profile.name
 
 
 def test_macos_paths_are_the_linux_paths_unless_a_profile_says_otherwise(dirs: tuple[Path, Path]) -> None:
     cwd, home = dirs
     for profile in cc.PROFILES.values():
-        for scope in cc.SCOPES if profile.files else ():
+        for scope in profile.scopes() if profile.macos_files is None else ():
             assert profile.scope_files(scope, "darwin") == profile.scope_files(scope, "linux")
     moved = replace(
         cc.PROFILES["gemini"],
