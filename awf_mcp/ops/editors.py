@@ -493,7 +493,10 @@ def toml_set_keys(table: Sequence[str], values: Mapping[str, Any]) -> TextEdit:
             new = _append(text, header + "".join(added))
         else:
             new = "".join(_set_in_body(lines, start, end, values))
-        after = parse_toml(new, where)
+        try:
+            after: Any = tomllib.loads(new)
+        except tomllib.TOMLDecodeError:
+            after = None
         if after != _with(before, table_keys, wanted):
             raise UserError(
                 f"cannot edit [{dotted}] in {where} safely (a value spans several lines or the "

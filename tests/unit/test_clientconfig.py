@@ -584,3 +584,44 @@ def test_cli_refuses_an_unparsable_file_and_leaves_it_alone(dirs: tuple[Path, Pa
     assert done.returncode != 0 and str(broken) in done.stderr
     assert broken.read_text() == "{not json"
     assert not (cwd / ".mcp.json.bak").exists()
+
+
+def test_cli_list_names_every_client_with_its_file(dirs: tuple[Path, Path]) -> None:
+    cwd, home = dirs
+    done = run_config("--list", cwd=cwd, home=home)
+    assert done.returncode == 0, done.stderr
+    for client in cc.CLIENTS:
+        assert any(line.split()[0] == client for line in done.stdout.splitlines()), client
+    assert str(cwd / ".vscode" / "mcp.json") in done.stdout
+    assert str(home / ".codeium" / "windsurf" / "mcp_config.json") in done.stdout
+    assert list(cwd.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        ((), "name a client"),
+        (("claude", "--replace-native", "--restore-native"), "give one of them"),
+        (("cursor", "--write", "--replace-native"), "knows no setting that switches off Cursor"),
+        (("windsurf", "--scope", "project"), "Windsurf has no project configuration file"),
+    ],
+)
+def test_cli_native_and_scope_mistakes_are_clear_errors(
+    dirs: tuple[Path, Path], args: tuple[str, ...], needle: str
+) -> None:
+    cwd, home = dirs
+    done = run_config(*args, cwd=cwd, home=home)
+    assert done.returncode != 0 and needle in done.stderr and "Traceback" not in done.stderr
+    assert list(cwd.iterdir()) == []
+
+
+def test_cli_replace_and_restore_native(dirs: tuple[Path, Path]) -> None:
+    cwd, home = dirs
+    done = run_config("gemini", "--write", "--replace-native", "--only", "Read", cwd=cwd, home=home)
+    assert done.returncode == 0, done.stderr
+    settings = cwd / ".gemini" / "settings.json"
+    assert "run_shell_command" in json.loads(settings.read_text())["tools"]["exclude"]
+    done = run_config("gemini", "--restore-native", cwd=cwd, home=home)
+    assert done.returncode == 0, done.stderr
+    assert "removed what awf-mcp added" in done.stdout
+    assert "tools" not in json.loads(settings.read_text())
