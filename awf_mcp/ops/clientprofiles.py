@@ -400,14 +400,20 @@ PROFILES: dict[str, ClientProfile] = {
             title="Claude Desktop",
             files={"user": ScopeFiles(servers=_xdg_config("Claude/claude_desktop_config.json"))},
             macos_files={"user": ScopeFiles(servers=_mac_support("Claude/claude_desktop_config.json"))},
-            notes="# Quit and restart Claude Desktop to load the server.",
+            notes=(
+                "# Claude Desktop starts the server outside any project: pass --root DIR to serve it.\n"
+                "# Quit and restart Claude Desktop to load the server."
+            ),
             docs="https://modelcontextprotocol.io/quickstart/user",
         ),
         ClientProfile(
             name="windsurf",
             title="Windsurf",
             files={"user": ScopeFiles(servers=FileLocation("home", ".codeium/windsurf/mcp_config.json"))},
-            notes="# Press refresh in Cascade's MCP panel to load the server.",
+            notes=(
+                "# Windsurf may start the server outside your project: pass --root DIR to serve it.\n"
+                "# Press refresh in Cascade's MCP panel to load the server."
+            ),
             docs="https://docs.windsurf.com/windsurf/cascade/mcp",
         ),
         ClientProfile(
