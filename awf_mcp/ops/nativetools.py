@@ -141,7 +141,7 @@ def remember(ledger: Path, path: Path, record: Mapping[str, Any]) -> None:
     old = files.get(str(path))
     if isinstance(old, dict):
         # What was recorded first is what the user had: it wins over later runs.
-        merged["added"] = [*old.get("added", []), *record.get("added", [])]
+        merged["added"] = list(dict.fromkeys([*old.get("added", []), *record.get("added", [])]))
         merged["previous"] = {**record.get("previous", {}), **old.get("previous", {})}
     files[str(path)] = {k: v for k, v in merged.items() if v}
     _write_ledger(ledger, files)
@@ -163,6 +163,10 @@ def restore(profile: ClientProfile, path: Path, *, ledger: Path) -> tuple[WriteR
     if not isinstance(record, dict):
         return WriteReport(), f"nothing recorded as added by --replace-native in {path}: nothing to restore"
     keys = tuple(record.get("keys") or native.keys)
+    if read(path) is None:
+        del files[str(path)]
+        _write_ledger(ledger, files)
+        return WriteReport(), f"{path} no longer exists: nothing to restore"
     if "previous" in record:
         table = lookup(_current(profile, path), keys)
         table = table if isinstance(table, Mapping) else {}

@@ -183,3 +183,26 @@ def test_every_native_setting_has_a_writable_file_and_one_kind() -> None:
         assert native.file in ("servers", "trust"), profile.name
         # Switches are written as TOML keys, names as JSON list items.
         assert (nativetools.file_format(profile) == "toml") == bool(native.switches), profile.name
+
+
+def test_restore_after_the_file_is_gone_creates_nothing(dirs: tuple[Path, Path]) -> None:
+    cwd, home = dirs
+    cc.replace_native_tools("gemini", cwd=cwd, home=home, env={})
+    (cwd / ".gemini" / "settings.json").unlink()
+    assert "no longer exists" in restore("gemini", dirs)
+    assert not (cwd / ".gemini" / "settings.json").exists()
+    assert "nothing to restore" in restore("gemini", dirs)
+
+
+def test_replacing_again_after_a_manual_removal_records_each_name_once(dirs: tuple[Path, Path]) -> None:
+    cwd, home = dirs
+    settings = cwd / ".gemini" / "settings.json"
+    cc.replace_native_tools("gemini", cwd=cwd, home=home, env={})
+    data = json.loads(settings.read_text())
+    data["tools"]["exclude"].remove("glob")
+    settings.write_text(json.dumps(data))
+    cc.replace_native_tools("gemini", cwd=cwd, home=home, env={})
+    ledger = json.loads(nativetools.ledger_path(home, {}).read_text())
+    assert ledger["files"][str(settings)]["added"] == list(GEMINI_NATIVE_TOOLS)
+    restore("gemini", dirs)
+    assert json.loads(settings.read_text()) == {}
