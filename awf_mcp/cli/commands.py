@@ -216,13 +216,17 @@ def tools_call(
 @app.command("config")
 @with_options("roots", "only", "exclude", "config")
 def client_config(
-    client: Annotated[str, typer.Argument(help="claude, gemini, codex, or json (a generic snippet).")],
+    client: Annotated[
+        str | None,
+        typer.Argument(help="claude, gemini, codex, cursor, vscode, zed, ... (`--list` names them all)."),
+    ] = None,
     write: Annotated[
         bool, typer.Option("--write", help="Apply it to the client's file (a .bak copy is kept).")
     ] = False,
     scope: Annotated[
-        str, typer.Option("--scope", help="project (files in the current directory) or user.")
-    ] = "project",
+        str | None,
+        typer.Option("--scope", help="project (files in the current directory) or user; default: project."),
+    ] = None,
     trust: Annotated[
         str | None,
         typer.Option(
@@ -231,6 +235,15 @@ def client_config(
         ),
     ] = None,
     name: Annotated[str, typer.Option("--name", help="Server name in the client's config.")] = "awf",
+    replace_native: Annotated[
+        bool, typer.Option("--replace-native", help="Also switch off the client's own file and shell tools.")
+    ] = False,
+    restore_native: Annotated[
+        bool, typer.Option("--restore-native", help="Remove exactly what --replace-native added, and stop.")
+    ] = False,
+    list_clients: Annotated[
+        bool, typer.Option("--list", help="List every client with the file it would write, and stop.")
+    ] = False,
     *,
     options: ServeOptions,
 ) -> None:
@@ -241,7 +254,17 @@ def client_config(
     from awf_mcp.cli.options import serve_argv
     from awf_mcp.ops import clientconfig
 
+    if list_clients:
+        print(clientconfig.list_clients(), end="")
+        return
+    if client is None:
+        raise UserError("name a client (awf-mcp config CLIENT), or list them: awf-mcp config --list")
     clientconfig.check_options(client, scope, trust, name)
+    if restore_native and replace_native:
+        raise UserError("--replace-native and --restore-native undo each other; give one of them")
+    if restore_native:
+        print(clientconfig.restore_native_tools(client, scope=scope), end="")
+        return
 
     # The tools the entry would serve, so that --trust read-only names the right ones.
     async def served(rt: Any) -> list[tuple[str, bool]]:
@@ -259,6 +282,7 @@ def client_config(
         server_name=name,
         tools=tools,
         serve_args=serve_argv(options),
+        replace_native=replace_native,
     )
     print(text, end="" if text.endswith("\n") else "\n")
 

@@ -1,26 +1,17 @@
 """``awf-mcp config CLIENT``: the MCP configuration each agent needs, printed or written.
 
-Every client is one :class:`ClientProfile` in :data:`PROFILES`: the files it reads per
-scope, their format, where the server table lives, how tool approval is expressed, and
-the notes a user needs. Adding a client means adding a profile; nothing below branches
-on a client's name. The profiles today:
+Every client is one :class:`~awf_mcp.ops.clientprofiles.ClientProfile` in
+:data:`~awf_mcp.ops.clientprofiles.PROFILES` (the table of clients and files is there);
+nothing below branches on a client's name. This module turns a profile into:
 
-===========  ===========================  ==================================  ==============================
-client       server entry (project)       server entry (user)                 trust (tool approval)
-===========  ===========================  ==================================  ==============================
-claude       ``.mcp.json``                ``~/.claude.json`` (``mcpServers``)  ``permissions.allow`` in
-                                                                              ``.claude/settings.json`` /
-                                                                              ``~/.claude/settings.json``
-gemini       ``.gemini/settings.json``    ``~/.gemini/settings.json``         ``trust`` on the entry (all),
-                                                                              ``tools.allowed`` (read-only)
-codex        ``.codex/config.toml``       ``$CODEX_HOME/config.toml``         ``default_tools_approval_mode``
-                                          (default ``~/.codex``)              / per-tool ``approval_mode``
-json         printed only: a generic ``{"mcpServers": {...}}`` snippet
-===========  ===========================  ==================================  ==============================
-
-The paths are the same on Linux and macOS. Writing goes through
-:mod:`awf_mcp.ops.editors`: idempotent, order- and comment-preserving, a ``.bak`` copy
-of every file that changes, nothing written when any file cannot be parsed.
+* the text ``awf-mcp config CLIENT`` prints (:func:`render`, :func:`configure`), and the
+  edits ``--write`` applies (:func:`write`), through :mod:`awf_mcp.ops.editors`:
+  idempotent, order-preserving, a ``.bak`` copy of every file that changes, nothing
+  written when any file cannot be parsed;
+* ``--replace-native`` / ``--restore-native`` (:mod:`awf_mcp.ops.nativetools`);
+* ``awf-mcp config --list`` (:func:`list_clients`): every client with the file it would write;
+* for ``awf-mcp doctor``: :func:`installed_entries` / :func:`read_entry` read the existing
+  files and say whether the awf entry is there and which command it runs.
 
 The caller (the CLI) passes ``serve_args``, the argv after ``serve`` with paths
 already absolute; this module only puts the awf-mcp executable in front of it.
@@ -33,12 +24,24 @@ import os
 import shlex
 import shutil
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from awf_mcp.errors import UserError
+from awf_mcp.ops import nativetools
+from awf_mcp.ops.clientprofiles import (
+    CLIENTS,
+    GEMINI_TIMEOUT_MS,
+    PROFILES,
+    SCOPES,
+    ClientProfile,
+    FileLocation,
+    NativeTools,
+    ScopeFiles,
+    profiles,
+)
 from awf_mcp.ops.editors import (
     Edit,
     JsonObject,
@@ -47,234 +50,42 @@ from awf_mcp.ops.editors import (
     apply_edits,
     dump_json,
     json_edit,
+    lookup,
     nest,
+    parse_json,
+    parse_toml,
+    read,
     set_entry,
     toml_replace_table,
     toml_table,
 )
-from awf_mcp.ports import TOOL_NAME_PATTERN, client_tool_name
+from awf_mcp.ports import TOOL_NAME_PATTERN
 
-SCOPES = ("project", "user")
+__all__ = [
+    "CLIENTS",
+    "GEMINI_TIMEOUT_MS",
+    "PROFILES",
+    "SCOPES",
+    "ClientProfile",
+    "FileLocation",
+    "InstalledEntry",
+    "NativeTools",
+    "ScopeFiles",
+    "WriteReport",
+    "configure",
+    "installed_entries",
+    "list_clients",
+    "profiles",
+    "read_entry",
+    "render",
+    "target_files",
+    "write",
+]
+
 TRUST_LEVELS = ("read-only", "all")
 DEFAULT_SERVER_NAME = "awf"
 #: Used when the caller cannot say which tools are read-only (no annotations).
 FALLBACK_READ_ONLY_TOOLS = ("Glob", "Grep", "Read")
-#: Gemini CLI's default per-request timeout is 600 s; awf-mcp's own per-call limit is
-#: 620 s, so give the client a little longer and let awf-mcp report the timeout itself.
-GEMINI_TIMEOUT_MS = 630_000
-
-
-# --------------------------------------------------------------------------- profiles
-
-
-@dataclass(frozen=True)
-class FileLocation:
-    """A file under the project directory (``base="project"``) or the home directory (``"home"``).
-
-    When the environment variable ``env_dir`` is set, the file is ``$env_dir/env_relative``
-    instead (``$CLAUDE_CONFIG_DIR``, ``$CODEX_HOME``).
-    """
-
-    base: str
-    relative: str
-    env_dir: str | None = None
-    env_relative: str = ""
-
-    def resolve(self, *, cwd: Path, home: Path, env: Mapping[str, str]) -> Path:
-        """The file's absolute path for this project directory, home and environment."""
-        configured = env.get(self.env_dir) if self.env_dir else None
-        if configured:
-            return Path(configured).expanduser() / self.env_relative
-        return (cwd if self.base == "project" else home) / self.relative
-
-
-@dataclass(frozen=True)
-class ScopeFiles:
-    """The files of one scope: the server entry's, and the approvals' (None: the same file)."""
-
-    servers: FileLocation
-    trust: FileLocation | None = None
-
-
-@dataclass(frozen=True)
-class ClientProfile:
-    """What awf-mcp knows about one client: files, format, entry shape, trust keys, notes.
-
-    Note texts are ``str.format`` templates; the fields are ``server`` (the server
-    name), ``ro`` (the read-only tools, comma-separated), ``trust_file``,
-    ``tool_rule`` (the approval name of one tool, ``<tool>``) and ``server_rule``
-    (the approval name of the whole server).
-    """
-
-    name: str
-    title: str
-    format: str = "json"
-    """``json`` or ``toml``: how the server file is written and the snippet printed."""
-    files: Mapping[str, ScopeFiles] = field(default_factory=dict)
-    """Scope -> files on Linux; empty: the client's snippet is printed only."""
-    macos_files: Mapping[str, ScopeFiles] | None = None
-    """Scope -> files on macOS; None: the same as on Linux."""
-    servers_key: tuple[str, ...] = ("mcpServers",)
-    """Where the table of servers lives in the server file."""
-    entry_head: Mapping[str, Any] = field(default_factory=dict)
-    """Entry keys before ``command`` and ``args``."""
-    entry_tail: Mapping[str, Any] = field(default_factory=dict)
-    """Entry keys after ``command`` and ``args``."""
-    trust_all_entry: Mapping[str, Any] = field(default_factory=dict)
-    """Entry keys that let every tool run (``--trust all``)."""
-    owned_entry_keys: tuple[str, ...] = ()
-    """Entry keys awf-mcp removes from an existing entry when it no longer sets them."""
-    tool_approval: Mapping[str, Any] | None = None
-    """Per-tool sub-table under the entry's ``tools`` that lets a read-only tool run."""
-    allow_list: tuple[str, ...] | None = None
-    """Where the list of approved tool names lives in the trust file."""
-    allow_name: Callable[[str, str], str] | None = None
-    """The approval name of (server, tool); tool "": the whole server."""
-    allow_whole_server: bool = False
-    """``--trust all`` adds the whole server's name to the approval list."""
-    project_enable_list: tuple[str, ...] | None = None
-    """A list in the trust file that must name a project-scope server before it starts."""
-    add_command: tuple[str, ...] | None = None
-    """The client's own command that adds a server (templates: ``{scope}``, ``{server}``)."""
-    headless: str = ""
-    """What a non-interactive run does with a tool nobody approved."""
-    trust_hint: str = ""
-    """What ``--trust`` would do, printed when it is not given."""
-    scope_notes: Mapping[str, str] = field(default_factory=dict)
-    """Scope -> a note for that scope only."""
-    notes: str = ""
-    """A note for every scope."""
-
-    def scope_files(self, scope: str, platform: str | None = None) -> ScopeFiles:
-        """This client's files for SCOPE on PLATFORM (``sys.platform``)."""
-        platform = sys.platform if platform is None else platform
-        table = self.macos_files if platform == "darwin" and self.macos_files is not None else self.files
-        if scope not in table:
-            writable = [profile.name for profile in PROFILES.values() if profile.files]
-            choices = ", ".join(writable[:-1]) + " or " + writable[-1]
-            raise UserError(f"the {self.name} client only prints a snippet; use {choices} with --write")
-        return table[scope]
-
-    def entry(self, command: Sequence[str], trust: str | None, read_only: Sequence[str]) -> JsonObject:
-        """The server entry that starts COMMAND, with the approvals TRUST puts on the entry itself."""
-        entry: JsonObject = {**self.entry_head, "command": command[0], "args": list(command[1:])}
-        entry.update(self.entry_tail)
-        if trust == "all":
-            entry.update(self.trust_all_entry)
-        elif trust == "read-only" and self.tool_approval is not None:
-            entry["tools"] = {tool: dict(self.tool_approval) for tool in read_only}
-        return entry
-
-    def allowed(self, server_name: str, trust: str | None, read_only: Sequence[str]) -> list[str] | None:
-        """The names TRUST adds to the approval list (None: this trust level adds no list)."""
-        if self.allow_list is None or self.allow_name is None or trust is None:
-            return None
-        if trust == "all":
-            return [self.allow_name(server_name, "")] if self.allow_whole_server else None
-        return [self.allow_name(server_name, tool) for tool in read_only]
-
-
-def _gemini_allow_name(server_name: str, tool: str) -> str:
-    return f"mcp_{server_name}_{tool}"
-
-
-PROFILES: dict[str, ClientProfile] = {
-    profile.name: profile
-    for profile in (
-        ClientProfile(
-            name="claude",
-            title="Claude Code",
-            files={
-                "project": ScopeFiles(
-                    servers=FileLocation("project", ".mcp.json"),
-                    trust=FileLocation("project", ".claude/settings.json"),
-                ),
-                "user": ScopeFiles(
-                    servers=FileLocation("home", ".claude.json", "CLAUDE_CONFIG_DIR", ".claude.json"),
-                    trust=FileLocation("home", ".claude/settings.json", "CLAUDE_CONFIG_DIR", "settings.json"),
-                ),
-            },
-            entry_head={"type": "stdio"},
-            allow_list=("permissions", "allow"),
-            allow_name=client_tool_name,
-            allow_whole_server=True,
-            project_enable_list=("enabledMcpjsonServers",),
-            add_command=("claude", "mcp", "add", "--scope", "{scope}", "{server}", "--"),
-            headless="`claude -p` cannot ask, so unapproved awf tools are denied.",
-            trust_hint=(
-                "# --trust read-only adds {tool_rule} for {ro}\n"
-                "# to permissions.allow in {trust_file}; --trust all adds "
-                "{server_rule} (every tool of the server)."
-            ),
-            scope_notes={
-                "project": (
-                    "# Project servers in .mcp.json also need approval once: with --trust, awf-mcp adds\n"
-                    '# "enabledMcpjsonServers": ["{server}"] to that settings file. Claude Code applies\n'
-                    "# project permissions only in a trusted workspace: run `claude` here once and accept\n"
-                    "# the trust dialog (or use --scope user)."
-                )
-            },
-            notes=(
-                "# `claude -p` connects MCP servers in the background; set MCP_CONNECTION_NONBLOCKING=false\n"
-                "# so the first turn already has the awf tools."
-            ),
-        ),
-        ClientProfile(
-            name="gemini",
-            title="Gemini CLI",
-            files={
-                "project": ScopeFiles(servers=FileLocation("project", ".gemini/settings.json")),
-                "user": ScopeFiles(servers=FileLocation("home", ".gemini/settings.json")),
-            },
-            entry_tail={"timeout": GEMINI_TIMEOUT_MS},
-            trust_all_entry={"trust": True},
-            owned_entry_keys=("trust",),
-            allow_list=("tools", "allowed"),
-            allow_name=_gemini_allow_name,
-            headless="`gemini -p` cannot ask, so tools needing confirmation are refused.",
-            trust_hint=(
-                '# --trust all sets "trust": true on the entry; --trust read-only lists {ro}\n'
-                "# in tools.allowed as mcp_{server}_<tool>."
-            ),
-            notes=(
-                "# Folder trust: when security.folderTrust.enabled is on, Gemini CLI ignores project\n"
-                "# settings (and their MCP servers) in an untrusted folder. Trust it with `gemini trust`\n"
-                "# (saved in ~/.gemini/trustedFolders.json); in CI set GEMINI_CLI_TRUST_WORKSPACE=true."
-            ),
-        ),
-        ClientProfile(
-            name="codex",
-            title="Codex CLI",
-            format="toml",
-            files={
-                "project": ScopeFiles(servers=FileLocation("project", ".codex/config.toml")),
-                "user": ScopeFiles(
-                    servers=FileLocation("home", ".codex/config.toml", "CODEX_HOME", "config.toml")
-                ),
-            },
-            servers_key=("mcp_servers",),
-            # Without it, `codex exec` sends its first request before the server is up.
-            entry_tail={"required": True},
-            trust_all_entry={"default_tools_approval_mode": "approve"},
-            tool_approval={"approval_mode": "approve"},
-            headless="`codex exec` cannot ask, so tools that need approval are refused.",
-            trust_hint=(
-                "# Codex runs tools annotated read-only by itself; --trust all sets\n"
-                '# default_tools_approval_mode = "approve" (every tool runs), --trust read-only sets\n'
-                '# approval_mode = "approve" for {ro} only.'
-            ),
-            scope_notes={
-                "project": (
-                    "# Codex reads .codex/config.toml only in a trusted project: mark it with\n"
-                    '# [projects."<path>"] trust_level = "trusted" in ~/.codex/config.toml\n'
-                    "# (Codex asks on the first interactive run)."
-                )
-            },
-        ),
-        ClientProfile(name="json", title="generic", entry_head={"type": "stdio"}),
-    )
-}
-CLIENTS = tuple(PROFILES)
 
 
 # --------------------------------------------------------------------------- command
@@ -319,14 +130,20 @@ def read_only_names(tools: Iterable[tuple[str, bool]] | None) -> list[str]:
     return sorted({name for name, read_only in tools if read_only})
 
 
-def check_options(client: str, scope: str, trust: str | None, server_name: str) -> None:
+def check_options(client: str, scope: str | None, trust: str | None, server_name: str) -> None:
     """Raise :class:`UserError` for an unknown client, scope or trust level, or an unusable name."""
     if client not in PROFILES:
         raise UserError(f"unknown client '{client}'; use one of: {', '.join(CLIENTS)}")
-    if scope not in SCOPES:
+    if scope is not None and scope not in SCOPES:
         raise UserError(f"unknown scope '{scope}'; use project or user")
     if trust is not None and trust not in TRUST_LEVELS:
         raise UserError(f"unknown trust level '{trust}'; use read-only or all")
+    profile = PROFILES[client]
+    if trust is not None and profile.files and not profile.can_trust:
+        raise UserError(
+            f"--trust is not available for {profile.title}: awf-mcp knows no setting of it that "
+            "approves tools; approve them in the client, or leave --trust out"
+        )
     if not TOOL_NAME_PATTERN.match(server_name):
         raise UserError(
             f"server name '{server_name}' is not usable by every client; "
@@ -334,12 +151,23 @@ def check_options(client: str, scope: str, trust: str | None, server_name: str) 
         )
 
 
+def resolve_scope(client: str, scope: str | None) -> str:
+    """SCOPE, or CLIENT's default scope (``project`` where it has one) when None."""
+    return PROFILES[client].default_scope if scope is None else scope
+
+
 def target_files(
-    client: str, scope: str, *, cwd: Path, home: Path, env: Mapping[str, str] | None = None
+    client: str,
+    scope: str | None = None,
+    *,
+    cwd: Path,
+    home: Path,
+    env: Mapping[str, str] | None = None,
+    platform: str | None = None,
 ) -> dict[str, Path]:
     """The files ``write`` edits for CLIENT/SCOPE: ``{"servers": path, "trust": path}``."""
     env = os.environ if env is None else env
-    files = PROFILES[client].scope_files(scope)
+    files = PROFILES[client].scope_files(resolve_scope(client, scope), platform)
     servers = files.servers.resolve(cwd=cwd, home=home, env=env)
     trust = files.trust.resolve(cwd=cwd, home=home, env=env) if files.trust else servers
     return {"servers": servers, "trust": trust}
@@ -358,6 +186,26 @@ class _Request:
     trust: str | None
     scope: str
     server_name: str
+
+    @classmethod
+    def make(
+        cls,
+        client: str,
+        command: Sequence[str],
+        read_only_tools: Sequence[str],
+        trust: str | None,
+        scope: str | None,
+        server_name: str,
+    ) -> _Request:
+        check_options(client, scope, trust, server_name)
+        return cls(
+            PROFILES[client],
+            list(command),
+            list(read_only_tools),
+            trust,
+            resolve_scope(client, scope),
+            server_name,
+        )
 
     def entry(self) -> JsonObject:
         return self.profile.entry(self.command, self.trust, self.read_only)
@@ -388,16 +236,21 @@ def render(
     command: Sequence[str],
     read_only_tools: Sequence[str],
     trust: str | None,
-    scope: str = "project",
+    scope: str | None = None,
     server_name: str = DEFAULT_SERVER_NAME,
     cwd: Path | None = None,
     home: Path | None = None,
     env: Mapping[str, str] | None = None,
+    replace_native: bool = False,
 ) -> str:
-    """The configuration for CLIENT as text to print: the exact snippet, where it goes, and trust."""
-    check_options(client, scope, trust, server_name)
-    request = _Request(PROFILES[client], list(command), list(read_only_tools), trust, scope, server_name)
-    profile = request.profile
+    """The configuration for CLIENT as text to print: the exact snippet, where it goes, and trust.
+
+    REPLACE_NATIVE adds the setting that switches off the client's own tools.
+    """
+    request = _Request.make(client, command, read_only_tools, trust, scope, server_name)
+    profile, scope = request.profile, request.scope
+    if replace_native:
+        nativetools.setting(profile)
     if not profile.files:
         return request.entry_snippet()
     files = target_files(
@@ -427,17 +280,27 @@ def render(
     same_file = files["trust"] == files["servers"]
     if approvals and same_file:
         out += ["", "# and let the read-only tools run without confirmation (same file):", approvals]
-    out += ["", "# Trust: non-interactive runs refuse tools nobody approved. " + profile.headless]
+    if profile.headless:
+        out += ["", "# Trust: non-interactive runs refuse tools nobody approved. " + profile.headless]
     if trust is None:
         out += profile.trust_hint.format(**fields).splitlines()
     elif approvals and not same_file:
         out += [f"# Add to {files['trust']}:", approvals]
     for note in (profile.scope_notes.get(scope, ""), profile.notes):
         out += note.format(**fields).splitlines()
-    write_hint = f"awf-mcp config {client} --write" + (" --scope user" if scope == "user" else "")
+    if replace_native:
+        assert profile.native is not None
+        out += ["", nativetools.describe(profile, files[profile.native.file])]
+    elif profile.native is not None:
+        out += [f"# --replace-native also switches off {profile.title}'s own file and shell tools."]
+    write_hint = f"awf-mcp config {client} --write" + (f" --scope {scope}" if scope != "project" else "")
     if trust:
         write_hint += f" --trust {trust}"
+    if replace_native:
+        write_hint += " --replace-native"
     out += ["", f"# `{write_hint}` applies this for you (idempotent, keeps a .bak of the old file)."]
+    if profile.docs:
+        out.append(f"# {profile.title}'s documentation of this file: {profile.docs}")
     return "\n".join(out) + "\n"
 
 
@@ -449,7 +312,8 @@ def _edits(request: _Request, files: Mapping[str, Path]) -> list[Edit]:
         edits = [Edit(files["servers"], "toml", toml_replace_table(keys, toml_table(keys, request.entry())))]
     else:
         entry = set_entry(keys, request.entry(), owned=profile.owned_entry_keys)
-        edits = [Edit(files["servers"], "json", json_edit(entry))]
+        comments = profile.format == "jsonc"
+        edits = [Edit(files["servers"], profile.format, json_edit(entry, comments=comments))]
     updates = []
     allowed = request.allowed()
     if allowed is not None and profile.allow_list is not None:
@@ -467,7 +331,7 @@ def write(
     command: Sequence[str],
     read_only_tools: Sequence[str],
     trust: str | None,
-    scope: str = "project",
+    scope: str | None = None,
     server_name: str = DEFAULT_SERVER_NAME,
     cwd: Path,
     home: Path,
@@ -477,17 +341,56 @@ def write(
 
     Every file is read and parsed first; if any cannot be parsed, nothing is written.
     """
-    check_options(client, scope, trust, server_name)
-    request = _Request(PROFILES[client], list(command), list(read_only_tools), trust, scope, server_name)
-    files = target_files(client, scope, cwd=cwd, home=home, env=env)
+    request = _Request.make(client, command, read_only_tools, trust, scope, server_name)
+    files = target_files(client, request.scope, cwd=cwd, home=home, env=env)
     return apply_edits(_edits(request, files))
+
+
+def _native_file(client: str, scope: str | None, *, cwd: Path, home: Path, env: Mapping[str, str]) -> Path:
+    profile = PROFILES[client]
+    native = nativetools.setting(profile)
+    return target_files(client, scope, cwd=cwd, home=home, env=env)[native.file]
+
+
+def replace_native_tools(
+    client: str,
+    *,
+    scope: str | None = None,
+    cwd: Path,
+    home: Path,
+    env: Mapping[str, str] | None = None,
+) -> WriteReport:
+    """Switch off CLIENT's own file and shell tools in its SCOPE file (see :mod:`.nativetools`)."""
+    env = os.environ if env is None else env
+    check_options(client, scope, None, DEFAULT_SERVER_NAME)
+    path = _native_file(client, scope, cwd=cwd, home=home, env=env)
+    return nativetools.replace(PROFILES[client], path, ledger=nativetools.ledger_path(home, env))
+
+
+def restore_native_tools(
+    client: str,
+    *,
+    scope: str | None = None,
+    cwd: Path | None = None,
+    home: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> str:
+    """Remove exactly what :func:`replace_native_tools` added to CLIENT's SCOPE file; what happened."""
+    cwd = Path.cwd() if cwd is None else cwd
+    home = Path.home() if home is None else home
+    env = os.environ if env is None else env
+    check_options(client, scope, None, DEFAULT_SERVER_NAME)
+    path = _native_file(client, scope, cwd=cwd, home=home, env=env)
+    report, note = nativetools.restore(PROFILES[client], path, ledger=nativetools.ledger_path(home, env))
+    summary = report.summary()
+    return (summary + "\n" if summary and report.changed else "") + note + "\n"
 
 
 def configure(
     client: str,
     *,
     write_files: bool = False,
-    scope: str = "project",
+    scope: str | None = None,
     trust: str | None = None,
     server_name: str = DEFAULT_SERVER_NAME,
     tools: Sequence[tuple[str, bool]] | None = None,
@@ -496,6 +399,7 @@ def configure(
     home: Path | None = None,
     env: Mapping[str, str] | None = None,
     base_command: Sequence[str] | None = None,
+    replace_native: bool = False,
 ) -> str:
     """What ``awf-mcp config CLIENT [...]`` prints: the rendered configuration, plus what
     ``--write`` changed.
@@ -503,7 +407,8 @@ def configure(
     ``serve_args`` is the argv after ``serve`` (paths already absolute); ``tools`` is
     ``(name, read_only)`` for every served tool (from the registry's annotations);
     ``None`` falls back to Read, Glob and Grep. ``base_command`` defaults to
-    :func:`server_command`.
+    :func:`server_command`. ``replace_native`` also switches off the client's own file
+    and shell tools (printed, or written with ``write_files``).
     """
     cwd = Path.cwd() if cwd is None else cwd
     home = Path.home() if home is None else home
@@ -519,7 +424,133 @@ def configure(
         "home": home,
         "env": env,
     }
-    text = render(client, **common)
+    text = render(client, replace_native=replace_native, **common)
     if not write_files:
         return text
-    return text + "\n" + write(client, **common).summary() + "\n"
+    request = _Request.make(client, common["command"], common["read_only_tools"], trust, scope, server_name)
+    edits = _edits(request, target_files(client, request.scope, cwd=cwd, home=home, env=env))
+    record: dict[str, Any] = {}
+    native_path: Path | None = None
+    if replace_native:
+        # One apply for every file: nothing is written when any of them cannot be parsed.
+        native_path = _native_file(client, request.scope, cwd=cwd, home=home, env=env)
+        native_edit, record = nativetools.plan(request.profile, native_path)
+        edits.append(native_edit)
+    report = apply_edits(edits)
+    if native_path is not None:
+        nativetools.remember(nativetools.ledger_path(home, env), native_path, record)
+    return text + "\n" + report.summary() + "\n"
+
+
+# --------------------------------------------------------------------------- what is installed
+
+
+def list_clients(
+    *,
+    cwd: Path | None = None,
+    home: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    platform: str | None = None,
+) -> str:
+    """``awf-mcp config --list``: every client, each scope, and the file ``--write`` would edit."""
+    cwd = Path.cwd() if cwd is None else cwd
+    home = Path.home() if home is None else home
+    env = os.environ if env is None else env
+    rows: list[tuple[str, str, str, str]] = []
+    for profile in profiles():
+        scopes = profile.scopes(platform)
+        if not scopes:
+            rows.append((profile.name, profile.title, "-", "(prints a snippet only)"))
+        for scope in scopes:
+            files = target_files(profile.name, scope, cwd=cwd, home=home, env=env, platform=platform)
+            where = str(files["servers"])
+            if files["trust"] != files["servers"]:
+                where += f" (approvals: {files['trust']})"
+            rows.append((profile.name, profile.title, scope, where))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines = [
+        "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[3]])
+        for row in rows
+    ]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class InstalledEntry:
+    """What one client's file holds for the awf server (see :func:`read_entry`)."""
+
+    client: str
+    scope: str
+    path: Path
+    exists: bool
+    """The file exists."""
+    command: list[str] | None
+    """The argv the entry runs; None when there is no entry (or it runs no local command)."""
+    problem: str = ""
+    """Why the file or the entry could not be read; empty when it could."""
+
+    @property
+    def present(self) -> bool:
+        """The awf entry is in the file."""
+        return self.command is not None
+
+
+def read_entry(
+    client: str,
+    scope: str | None = None,
+    *,
+    server_name: str = DEFAULT_SERVER_NAME,
+    cwd: Path | None = None,
+    home: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    platform: str | None = None,
+) -> InstalledEntry:
+    """Read CLIENT's SCOPE server file: is the SERVER_NAME entry there, and what does it run?
+
+    Never raises for a missing, unreadable or malformed file: that is said in ``problem``.
+    """
+    cwd = Path.cwd() if cwd is None else cwd
+    home = Path.home() if home is None else home
+    env = os.environ if env is None else env
+    scope = resolve_scope(client, scope)
+    profile = PROFILES[client]
+    path = target_files(client, scope, cwd=cwd, home=home, env=env, platform=platform)["servers"]
+    try:
+        text = read(path)
+        if text is None:
+            return InstalledEntry(client, scope, path, False, None)
+        if not text.strip():
+            return InstalledEntry(client, scope, path, True, None)
+        data = (
+            parse_toml(text, path)
+            if profile.format == "toml"
+            else parse_json(text, path, comments=profile.format == "jsonc")
+        )
+    except UserError as exc:
+        return InstalledEntry(client, scope, path, path.exists(), None, str(exc))
+    entry = lookup(data, (*profile.servers_key, server_name))
+    if entry is None:
+        return InstalledEntry(client, scope, path, True, None)
+    command = profile.entry_command(entry) if isinstance(entry, Mapping) else None
+    if command is None:
+        problem = f"{path}: the '{server_name}' entry runs no local command (no usable command/args)"
+        return InstalledEntry(client, scope, path, True, None, problem)
+    return InstalledEntry(client, scope, path, True, command)
+
+
+def installed_entries(
+    *,
+    server_name: str = DEFAULT_SERVER_NAME,
+    cwd: Path | None = None,
+    home: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    platform: str | None = None,
+) -> list[InstalledEntry]:
+    """:func:`read_entry` for every client and every scope it has on PLATFORM."""
+    return [
+        read_entry(
+            profile.name, scope, server_name=server_name, cwd=cwd, home=home, env=env, platform=platform
+        )
+        for profile in profiles()
+        for scope in profile.scopes(platform)
+    ]

@@ -10,10 +10,14 @@ that exists) atomically, keeping its permission bits, and reports the rest as al
 up to date. Applying the same edits twice changes nothing the second time.
 
 JSON files keep their key order and are written with a 2-space indent (see
-:func:`json_edit`, :func:`set_entry`, :func:`add_to_list`). TOML files are edited as
-text (:func:`toml_replace_table`): only the lines of one table and its sub-tables are
-replaced or appended, so comments and every other table stay byte for byte, and the
-result is parsed again and compared with what was meant before it is accepted.
+:func:`json_edit`, :func:`set_entry`, :func:`add_to_list`, :func:`remove_from_list`).
+A file whose client allows comments (format ``jsonc``: VS Code, Zed, opencode) is read
+with its ``//`` and ``/* */`` comments and trailing commas; it is written back as plain
+JSON, so those comments survive only in the ``.bak`` copy. TOML files are edited as
+text (:func:`toml_replace_table`, :func:`toml_set_keys`): only the lines of one table
+(and its sub-tables) or of single keys are replaced, removed or appended, so comments
+and every other table stay byte for byte, and the result is parsed again and compared
+with what was meant before it is accepted.
 
 Every refusal is a :class:`~awf_mcp.errors.UserError` that names the file and says
 what to do. This module uses the standard library only.
@@ -47,7 +51,7 @@ class Edit:
     """One change to one file: ``apply`` turns the old text (None: absent) into the new text."""
 
     path: Path
-    fmt: str  # "json" or "toml"
+    fmt: str  # "json", "jsonc" or "toml"
     apply: TextEdit
 
 
@@ -106,8 +110,8 @@ def read(path: Path) -> str | None:
 def _same(old: str, new: str, fmt: str) -> bool:
     if old == new:
         return True
-    if fmt == "json":
-        return bool(old.strip()) and bool(json.loads(old) == json.loads(new))
+    if fmt in ("json", "jsonc"):
+        return bool(old.strip()) and bool(loads_json(old, comments=fmt == "jsonc") == json.loads(new))
     return False
 
 
@@ -162,13 +166,16 @@ def nest(keys: Sequence[str], value: Any) -> Any:
 JsonUpdate = Callable[[JsonObject, Path], None]
 
 
-def json_edit(*updates: JsonUpdate) -> TextEdit:
-    """An edit that parses the JSON object (absent or blank: empty), applies UPDATES in order, dumps it."""
+def json_edit(*updates: JsonUpdate, comments: bool = False) -> TextEdit:
+    """An edit that parses the JSON object (absent or blank: empty), applies UPDATES in order, dumps it.
+
+    COMMENTS: the file may hold JSONC comments and trailing commas (they are not written back).
+    """
 
     def apply(old: str | None, path: Path) -> str:
         data: JsonObject = {}
         if old is not None and old.strip():
-            data = parse_json(old, path)
+            data = parse_json(old, path, comments=comments)
         for update in updates:
             update(data, path)
         return dump_json(data) + "\n"
@@ -176,9 +183,33 @@ def json_edit(*updates: JsonUpdate) -> TextEdit:
     return apply
 
 
-def parse_json(text: str, path: Path) -> JsonObject:
+_JSONC_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?\*/', re.DOTALL)
+_JSONC_TRAILING_COMMA = re.compile(r'"(?:[^"\\]|\\.)*"|,(?=\s*[}\]])')
+
+
+def strip_jsonc(text: str) -> str:
+    """TEXT without ``//`` and ``/* */`` comments and trailing commas (strings are left alone)."""
+
+    def no_comment(match: re.Match[str]) -> str:
+        token = match.group(0)
+        # A comment becomes as many line breaks as it had, so error positions stay right.
+        return token if token.startswith('"') else "\n" * token.count("\n")
+
+    def no_comma(match: re.Match[str]) -> str:
+        token = match.group(0)
+        return token if token.startswith('"') else ""
+
+    return _JSONC_TRAILING_COMMA.sub(no_comma, _JSONC_COMMENT.sub(no_comment, text))
+
+
+def loads_json(text: str, *, comments: bool = False) -> Any:
+    """``json.loads``, after :func:`strip_jsonc` when COMMENTS."""
+    return json.loads(strip_jsonc(text) if comments else text)
+
+
+def parse_json(text: str, path: Path, *, comments: bool = False) -> JsonObject:
     try:
-        data = json.loads(text)
+        data = loads_json(text, comments=comments)
     except json.JSONDecodeError as exc:
         raise UserError(
             f"{path} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
@@ -243,6 +274,42 @@ def add_to_list(keys: Sequence[str], items: Sequence[str]) -> JsonUpdate:
                 current.append(item)
 
     return update
+
+
+def remove_from_list(keys: Sequence[str], items: Sequence[str]) -> JsonUpdate:
+    """Remove each of ITEMS from the list at KEYS; a list left empty is removed, and so are the
+    objects on the way that this leaves empty."""
+
+    def update(data: JsonObject, path: Path) -> None:
+        trail: list[JsonObject] = [data]
+        for key in keys[:-1]:
+            child = trail[-1].get(key)
+            if not isinstance(child, dict):
+                return
+            trail.append(child)
+        current = trail[-1].get(keys[-1])
+        if not isinstance(current, list):
+            return
+        current[:] = [item for item in current if item not in items]
+        if current:
+            return
+        del trail[-1][keys[-1]]
+        for depth in range(len(keys) - 2, -1, -1):
+            if trail[depth + 1]:
+                break
+            del trail[depth][keys[depth]]
+
+    return update
+
+
+def lookup(data: Mapping[str, Any], keys: Sequence[str]) -> Any:
+    """The value at KEYS in nested mappings, or None."""
+    node: Any = data
+    for key in keys:
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    return node
 
 
 # --------------------------------------------------------------------------- TOML
@@ -335,15 +402,6 @@ def parse_toml(text: str, path: Path) -> dict[str, Any]:
         ) from None
 
 
-def _lookup(data: Mapping[str, Any], keys: Sequence[str]) -> Any:
-    node: Any = data
-    for key in keys:
-        if not isinstance(node, Mapping) or key not in node:
-            return None
-        node = node[key]
-    return node
-
-
 def _with(data: Mapping[str, Any], keys: Sequence[str], value: Any) -> dict[str, Any]:
     """A copy of DATA with the value at KEYS replaced (copying each mapping on the way)."""
     copy = dict(data)
@@ -380,14 +438,14 @@ def toml_replace_table(keys: Sequence[str], table: str) -> TextEdit:
                         first_owned = i
             owned[i] = in_owned
             multiline = _track_multiline(line, multiline)
-        if first_owned is None and _lookup(before, keys) is not None:
+        if first_owned is None and lookup(before, keys) is not None:
             raise UserError(
                 f"{where} defines {dotted} without a [{dotted}] table "
                 "(inline or dotted keys); not touching it: rewrite it as a table or remove it, and rerun"
             )
         new = _append(text, table) if first_owned is None else _replace(lines, owned, table)
         after = parse_toml(new, where)
-        if after != _with(before, keys, _lookup(tomllib.loads(table), keys)):
+        if after != _with(before, keys, lookup(tomllib.loads(table), keys)):
             raise UserError(
                 f"cannot edit {where} safely (its [{dotted}] table is split or nested "
                 "in a way this editor does not handle); not touching it: add the table by hand"
@@ -395,6 +453,107 @@ def toml_replace_table(keys: Sequence[str], table: str) -> TextEdit:
         return new
 
     return apply
+
+
+def toml_set_keys(table: Sequence[str], values: Mapping[str, Any]) -> TextEdit:
+    """An edit that sets keys of the ``[TABLE]`` table (a value of None removes the key).
+
+    Each key is one ``key = value`` line: an existing line is replaced or removed in place,
+    a new one goes after the table's last key, and a missing table is appended. Every
+    other line stays byte for byte. A table defined some other way (inline or dotted
+    keys), or a value this editor cannot replace as one line, is refused untouched.
+    """
+    table_keys = tuple(table)
+    dotted = ".".join(table_keys)
+
+    def apply(old: str | None, where: Path) -> str:
+        text = old or ""
+        before = parse_toml(text, where)
+        lines = text.splitlines(keepends=True)
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n"
+        start, end = _table_span(lines, table_keys)
+        current = lookup(before, table_keys)
+        if start is None and current is not None:
+            raise UserError(
+                f"{where} defines {dotted} without a [{dotted}] table "
+                "(inline or dotted keys); not touching it: rewrite it as a table, and rerun"
+            )
+        wanted = dict(current) if isinstance(current, Mapping) else {}
+        for key, value in values.items():
+            if value is None:
+                wanted.pop(key, None)
+            else:
+                wanted[key] = value
+        if start is None:
+            added = [f"{toml_key(k)} = {_toml_value(v)}\n" for k, v in values.items() if v is not None]
+            if not added:
+                return text
+            header = "[" + ".".join(toml_key(k) for k in table_keys) + "]\n"
+            new = _append(text, header + "".join(added))
+        else:
+            new = "".join(_set_in_body(lines, start, end, values))
+        try:
+            after: Any = tomllib.loads(new)
+        except tomllib.TOMLDecodeError:
+            after = None
+        if after != _with(before, table_keys, wanted):
+            raise UserError(
+                f"cannot edit [{dotted}] in {where} safely (a value spans several lines or the "
+                "table is split); not touching it: set the keys by hand"
+            )
+        return new
+
+    return apply
+
+
+def _table_span(lines: list[str], keys: tuple[str, ...]) -> tuple[int | None, int]:
+    """The index of the ``[KEYS]`` header line and the end of its body (next header or EOF)."""
+    start: int | None = None
+    multiline: str | None = None
+    for i, line in enumerate(lines):
+        if multiline is None:
+            header = _header_path(line)
+            if header is not None:
+                if start is not None:
+                    return start, i
+                if header == keys and _HEADER.match(line) and not line.lstrip().startswith("[["):
+                    start = i
+        multiline = _track_multiline(line, multiline)
+    return start, len(lines)
+
+
+def _key_of_line(line: str) -> str | None:
+    """The key of a ``key = value`` line (bare or quoted), or None."""
+    match = _KEY_PART.match(line)
+    if not match or match.end() >= len(line) or line[match.end()] != "=":
+        return None
+    bare, basic, literal = match.groups()
+    if basic is not None:
+        try:
+            return str(json.loads(f'"{basic}"'))
+        except json.JSONDecodeError:
+            return None
+    return bare if bare is not None else literal
+
+
+def _set_in_body(lines: list[str], start: int, end: int, values: Mapping[str, Any]) -> list[str]:
+    body = lines[start + 1 : end]
+    pending = dict(values)
+    kept: list[str] = []
+    for line in body:
+        key = _key_of_line(line)
+        if key is not None and key in pending:
+            value = pending.pop(key)
+            if value is not None:
+                kept.append(f"{toml_key(key)} = {_toml_value(value)}\n")
+            continue
+        kept.append(line)
+    added = [f"{toml_key(k)} = {_toml_value(v)}\n" for k, v in pending.items() if v is not None]
+    # New keys go after the table's last key, before the blank lines and comments that trail it.
+    last = max((i for i, line in enumerate(kept) if _key_of_line(line) is not None), default=-1)
+    kept[last + 1 : last + 1] = added
+    return [*lines[: start + 1], *kept, *lines[end:]]
 
 
 def _append(text: str, table: str) -> str:

@@ -443,17 +443,19 @@ def test_configure_states_each_note_once(dirs: tuple[Path, Path]) -> None:
 # --------------------------------------------------------------------------- profiles
 
 
-def test_every_writable_profile_has_both_scopes_and_a_known_format() -> None:
+def test_every_profile_has_known_scopes_a_known_format_and_its_docs() -> None:
     for profile in cc.PROFILES.values():
-        assert profile.format in ("json", "toml")
-        assert set(profile.files) in (set(), set(cc.SCOPES)), profile.name
+        assert profile.format in ("json", "jsonc", "toml")
+        assert set(profile.files) <= set(cc.SCOPES), profile.name
+        assert set(profile.scopes("darwin")) == set(profile.scopes("linux")), profile.name
         assert profile.name in cc.CLIENTS
+        assert not profile.files or profile.docs.startswith("https://"), profile.name
 
 
 def test_macos_paths_are_the_linux_paths_unless_a_profile_says_otherwise(dirs: tuple[Path, Path]) -> None:
     cwd, home = dirs
     for profile in cc.PROFILES.values():
-        for scope in cc.SCOPES if profile.files else ():
+        for scope in profile.scopes() if profile.macos_files is None else ():
             assert profile.scope_files(scope, "darwin") == profile.scope_files(scope, "linux")
     moved = replace(
         cc.PROFILES["gemini"],
@@ -582,3 +584,44 @@ def test_cli_refuses_an_unparsable_file_and_leaves_it_alone(dirs: tuple[Path, Pa
     assert done.returncode != 0 and str(broken) in done.stderr
     assert broken.read_text() == "{not json"
     assert not (cwd / ".mcp.json.bak").exists()
+
+
+def test_cli_list_names_every_client_with_its_file(dirs: tuple[Path, Path]) -> None:
+    cwd, home = dirs
+    done = run_config("--list", cwd=cwd, home=home)
+    assert done.returncode == 0, done.stderr
+    for client in cc.CLIENTS:
+        assert any(line.split()[0] == client for line in done.stdout.splitlines()), client
+    assert str(cwd / ".vscode" / "mcp.json") in done.stdout
+    assert str(home / ".codeium" / "windsurf" / "mcp_config.json") in done.stdout
+    assert list(cwd.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        ((), "name a client"),
+        (("claude", "--replace-native", "--restore-native"), "give one of them"),
+        (("cursor", "--write", "--replace-native"), "knows no setting that switches off Cursor"),
+        (("windsurf", "--scope", "project"), "Windsurf has no project configuration file"),
+    ],
+)
+def test_cli_native_and_scope_mistakes_are_clear_errors(
+    dirs: tuple[Path, Path], args: tuple[str, ...], needle: str
+) -> None:
+    cwd, home = dirs
+    done = run_config(*args, cwd=cwd, home=home)
+    assert done.returncode != 0 and needle in done.stderr and "Traceback" not in done.stderr
+    assert list(cwd.iterdir()) == []
+
+
+def test_cli_replace_and_restore_native(dirs: tuple[Path, Path]) -> None:
+    cwd, home = dirs
+    done = run_config("gemini", "--write", "--replace-native", "--only", "Read", cwd=cwd, home=home)
+    assert done.returncode == 0, done.stderr
+    settings = cwd / ".gemini" / "settings.json"
+    assert "run_shell_command" in json.loads(settings.read_text())["tools"]["exclude"]
+    done = run_config("gemini", "--restore-native", cwd=cwd, home=home)
+    assert done.returncode == 0, done.stderr
+    assert "removed what awf-mcp added" in done.stdout
+    assert "tools" not in json.loads(settings.read_text())

@@ -60,3 +60,49 @@ def test_apply_edits_is_idempotent_and_keeps_a_backup(tmp_path: Path) -> None:
     second = editors.apply_edits([add])
     assert second.changed == [] and second.unchanged == [path]
     assert second.summary() == f"{path} already up to date: nothing changed"
+
+
+# --------------------------------------------------------------------------- single TOML keys, JSONC
+
+
+def test_toml_set_keys_replaces_removes_and_adds_lines_in_place(tmp_path: Path) -> None:
+    where = tmp_path / "c.toml"
+    old = '# top\n[features]\nkeep = 1  # mine\nflip = true\ngone = "x"\n\n# trailing\n[other]\na = 1\n'
+    new = editors.toml_set_keys(("features",), {"flip": False, "gone": None, "added": False})(old, where)
+    assert (
+        new
+        == "# top\n[features]\nkeep = 1  # mine\nflip = false\nadded = false\n\n# trailing\n[other]\na = 1\n"
+    )
+    assert editors.toml_set_keys(("features",), {"x": True})(None, where) == "[features]\nx = true\n"
+    assert editors.toml_set_keys(("features",), {"x": None})("a = 1\n", where) == "a = 1\n"
+
+
+def test_toml_set_keys_refuses_what_it_cannot_edit_line_by_line(tmp_path: Path) -> None:
+    where = tmp_path / "c.toml"
+    with pytest.raises(UserError, match=r"defines features without a \[features\] table"):
+        editors.toml_set_keys(("features",), {"x": True})("features.y = 1\n", where)
+    with pytest.raises(UserError, match="cannot edit"):
+        editors.toml_set_keys(("features",), {"x": True})("[features]\nx = [\n  1,\n]\n", where)
+    # A header inside a multi-line string is text, not a table.
+    text = 'note = """\n[features]\n"""\n'
+    assert tomllib.loads(editors.toml_set_keys(("features",), {"x": True})(text, where)) == {
+        "note": "[features]\n",
+        "features": {"x": True},
+    }
+
+
+def test_strip_jsonc_keeps_strings_and_drops_comments_and_trailing_commas() -> None:
+    text = '{\n  // line\n  "a": "http://x/*y*/", /* block\n over lines */ "b": [1, 2,], // end\n}\n'
+    assert editors.loads_json(text, comments=True) == {"a": "http://x/*y*/", "b": [1, 2]}
+    with pytest.raises(json.JSONDecodeError):
+        editors.loads_json(text)
+
+
+def test_remove_from_list_removes_only_the_items_and_what_it_leaves_empty(tmp_path: Path) -> None:
+    edit = editors.json_edit(editors.remove_from_list(("p", "deny"), ["A", "B"]))
+    where = tmp_path / "s.json"
+    assert json.loads(edit('{"p": {"deny": ["A", "C"], "allow": []}}', where)) == {
+        "p": {"deny": ["C"], "allow": []}
+    }
+    assert json.loads(edit('{"p": {"deny": ["A", "B"]}, "x": 1}', where)) == {"x": 1}
+    assert json.loads(edit('{"x": 1}', where)) == {"x": 1}
