@@ -17,8 +17,9 @@ The checks:
     ``awf-mcp serve`` loads them; when they do not, the checks that need them are skipped.
 ``clients``
     every client profile in :data:`awf_mcp.ops.clientconfig.PROFILES` that has files,
-    every scope: the awf entry (named ``awf``, or any entry whose command runs
-    ``awf-mcp ... serve``), whether its command exists, and whether it starts and answers
+    every scope, read by :func:`awf_mcp.ops.clientconfig.server_files`: the awf entry
+    (named ``awf``, or any entry whose command runs ``awf-mcp ... serve``), whether it
+    is disabled, whether its command exists, and whether it starts and answers
     ``tools/list`` within ``--timeout`` seconds, started as the client starts it (its
     command, arguments and ``env``, in the working directory) through the SDK client
     (:mod:`awf_mcp.wire.client`). stdio entries only; an HTTP entry is noted. An entry
@@ -56,7 +57,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -76,7 +76,7 @@ if TYPE_CHECKING:
     from awf_mcp.core.config import Settings
     from awf_mcp.core.plugins import PluginRecord
     from awf_mcp.core.registry import Registry
-    from awf_mcp.ops.clientconfig import ClientProfile
+    from awf_mcp.ops.clientconfig import ServerEntry, ServerFile
 
 OK, INFO, WARNING, ERROR = "ok", "info", "warning", "error"
 STATUSES = (OK, INFO, WARNING, ERROR)
@@ -271,174 +271,49 @@ async def check_configuration(ctx: Context) -> list[Finding]:
 
 # --------------------------------------------------------------------------- clients
 
-_COMMENT_OR_STRING = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/', re.DOTALL)
-_TRAILING_COMMA = re.compile(r'"(?:\\.|[^"\\])*"|,(\s*[}\]])', re.DOTALL)
+
+def _file_subject(file: ServerFile) -> str:
+    from awf_mcp.ops.clientconfig import PROFILES
+
+    return f"{PROFILES[file.client].title} ({' and '.join(file.scopes)} scope)"
 
 
-def parse_client_file(text: str, fmt: str) -> dict[str, Any]:
-    """A client's config file as data: TOML, or JSON that may carry comments and trailing commas.
-
-    Several clients (Gemini CLI, VS Code, Zed) accept JSON with comments; the check must
-    read what the client reads. Raises :class:`ValueError` with the parser's message.
-    """
-    import tomllib
-
-    if fmt == "toml":
-        try:
-            return tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"not valid TOML ({exc})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        stripped = _COMMENT_OR_STRING.sub(lambda m: m.group(0) if m.group(0)[0] == '"' else "", text)
-        stripped = _TRAILING_COMMA.sub(
-            lambda m: m.group(1) if m.group(1) is not None else m.group(0), stripped
-        )
-        try:
-            data = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
-    if not isinstance(data, dict):
-        raise ValueError("not a JSON object")
-    return data
+def _file_data(file: ServerFile) -> dict[str, Any]:
+    return {"client": file.client, "scopes": list(file.scopes), "path": str(file.path)}
 
 
-def entry_command(entry: Mapping[str, Any]) -> list[str] | None:
-    """The argv a stdio server entry runs, in any of the shapes clients write; None if it has none.
-
-    ``{"command": "x", "args": [...]}`` (most clients), ``{"command": ["x", ...]}``
-    (opencode), ``{"command": {"path": "x", "args": [...]}}`` (older Zed).
-    """
-    command: Any = entry.get("command")
-    args: Any = entry.get("args", [])
-    if isinstance(command, Mapping):
-        command, args = command.get("path"), command.get("args", [])
-    if isinstance(command, list):
-        command, args = (command[0] if command else None), command[1:]
-    if not isinstance(command, str) or not command or not isinstance(args, list):
-        return None
-    return [command, *(str(arg) for arg in args)]
-
-
-def entry_env(entry: Mapping[str, Any]) -> dict[str, str]:
-    """The environment an entry adds (``env``; opencode: ``environment``), string values only."""
-    env = entry.get("env", entry.get("environment"))
-    if not isinstance(env, Mapping):
-        return {}
-    return {str(key): value for key, value in env.items() if isinstance(value, str)}
-
-
-def entry_url(entry: Mapping[str, Any]) -> str:
-    """The URL of an HTTP entry (``url``, Gemini's ``httpUrl``, Windsurf's ``serverUrl``), or ``""``."""
-    for key in ("url", "httpUrl", "serverUrl"):
-        value = entry.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return ""
-
-
-def is_awf_entry(name: str, entry: Mapping[str, Any]) -> bool:
-    """True for the entry named ``awf``, and for any entry that runs ``awf-mcp ... serve``."""
-    from awf_mcp.ops.clientconfig import DEFAULT_SERVER_NAME
-
-    if name == DEFAULT_SERVER_NAME:
-        return True
-    argv = entry_command(entry) or []
-    runs_awf = any(Path(word).name.startswith("awf-mcp") or word == "awf_mcp" for word in argv)
-    return runs_awf and "serve" in argv
-
-
-def _servers_table(data: Mapping[str, Any], keys: Sequence[str]) -> Mapping[str, Any]:
-    node: Any = data
-    for key in keys:
-        node = node.get(key) if isinstance(node, Mapping) else None
-    return node if isinstance(node, Mapping) else {}
-
-
-@dataclass
-class _ClientFile:
-    """One client's server file, and the scopes it serves."""
-
-    client: str
-    title: str
-    path: Path
-    scopes: list[str]
-
-    def finding(self, status: str, detail: str, fix: str = "", **data: Any) -> Finding:
-        subject = f"{self.title} ({' and '.join(self.scopes)} scope): {self.path}"
-        return Finding("clients", status, subject, detail, fix, {**self.where(), **data})
-
-    def where(self) -> dict[str, Any]:
-        return {"client": self.client, "scopes": self.scopes, "path": str(self.path)}
+def _unreadable(file: ServerFile) -> Finding:
+    """The finding for a client file that could not be read (``file.problem``)."""
+    detail = f"it {file.problem}, so its MCP servers were not checked"
+    fix = "fix the file (the client may not read it either)"
+    return Finding("clients", WARNING, f"{_file_subject(file)}: {file.path}", detail, fix, _file_data(file))
 
 
 @dataclass
 class _Entry:
     """One awf entry found in one client file."""
 
-    file: _ClientFile
-    name: str
-    entry: Mapping[str, Any]
+    file: ServerFile
+    server: ServerEntry
 
     def finding(self, status: str, detail: str, fix: str = "", **data: Any) -> Finding:
-        subject = (
-            f"{self.file.title} ({' and '.join(self.file.scopes)} scope): '{self.name}' in {self.file.path}"
-        )
+        subject = f"{_file_subject(self.file)}: '{self.server.name}' in {self.file.path}"
         return Finding(
-            "clients", status, subject, detail, fix, {**self.file.where(), "server": self.name, **data}
+            "clients",
+            status,
+            subject,
+            detail,
+            fix,
+            {**_file_data(self.file), "server": self.server.name, **data},
         )
 
     def rewrite(self) -> str:
         """The command that writes this entry again, for the awf-mcp that runs doctor."""
         scope = " --scope user" if "project" not in self.file.scopes else ""
-        argv = entry_command(self.entry) or []
+        argv = self.server.argv or []
         kept = argv[argv.index("serve") + 1 :] if "serve" in argv else []
         options = f" {shlex.join(kept)}" if kept else ""
         return f"awf-mcp config {self.file.client} --write{scope}{options}"
-
-
-def client_files(ctx: Context) -> dict[str, list[_ClientFile]]:
-    """Every client that has files: its server files on this platform, with their scopes."""
-    from awf_mcp.errors import UserError
-    from awf_mcp.ops import clientconfig
-
-    found: dict[str, list[_ClientFile]] = {}
-    for name, profile in clientconfig.PROFILES.items():
-        if not profile.files:
-            continue
-        files: dict[Path, _ClientFile] = {}
-        for scope in clientconfig.SCOPES:
-            try:
-                targets = clientconfig.target_files(name, scope, cwd=ctx.cwd, home=ctx.home, env=ctx.env)
-            except UserError:
-                continue  # this client has no such scope
-            path = targets["servers"]
-            files.setdefault(path, _ClientFile(name, profile.title, path, [])).scopes.append(scope)
-        found[name] = list(files.values())
-    return found
-
-
-def _read_entries(file: _ClientFile, profile: ClientProfile) -> tuple[list[_Entry], list[Finding]]:
-    """The awf entries in FILE, or the finding that says why it could not be read."""
-    try:
-        text = file.path.read_text(encoding="utf-8")
-        data = parse_client_file(text, profile.format) if text.strip() else {}
-    except FileNotFoundError:
-        return [], []
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
-        return [], [file.finding(WARNING, f"cannot read it: {reason}", "make it a readable UTF-8 file")]
-    except ValueError as exc:
-        detail = f"it is {exc}, so its MCP servers were not checked"
-        return [], [file.finding(WARNING, detail, "fix the file (the client may not read it either)")]
-    table = _servers_table(data, profile.servers_key)
-    entries = [
-        _Entry(file, str(name), entry)
-        for name, entry in table.items()
-        if isinstance(entry, Mapping) and is_awf_entry(str(name), entry)
-    ]
-    return entries, []
 
 
 def _resolve_command(command: str, ctx: Context, env: Mapping[str, str]) -> str | None:
@@ -452,29 +327,29 @@ def _resolve_command(command: str, ctx: Context, env: Mapping[str, str]) -> str 
 def _unstartable(found: _Entry, ctx: Context) -> Finding | None:
     """Why the entry is not started (disabled, HTTP, no command, a command that is gone or that a
     project file names), or None."""
-    entry = found.entry
-    argv = entry_command(entry)
-    url = entry_url(entry)
-    if entry.get("enabled") is False or entry.get("disabled") is True:
+    server = found.server
+    argv = server.argv
+    if server.disabled:
         detail = "the entry is disabled, so the client does not start awf-mcp"
         return found.finding(WARNING, detail, f"enable it in {found.file.path}, or: {found.rewrite()}")
-    if argv is None and url:
-        return found.finding(INFO, f"connects to {url}; doctor starts stdio entries only", url=url)
+    if argv is None and server.url:
+        return found.finding(
+            INFO, f"connects to {server.url}; doctor starts stdio entries only", url=server.url
+        )
     if argv is None:
         return found.finding(ERROR, "the entry has no command to run", f"rewrite it: {found.rewrite()}")
-    env = entry_env(entry)
-    resolved = _resolve_command(argv[0], ctx, {**ctx.env, **env})
+    resolved = _resolve_command(argv[0], ctx, {**ctx.env, **server.env})
     if resolved is None:
         detail = f"its command {argv[0]} does not exist or is not executable"
         fix = f"point it at this awf-mcp: {found.rewrite()}"
-        return found.finding(ERROR, detail, fix, command=argv, env=sorted(env))
+        return found.finding(ERROR, detail, fix, command=argv, env=server.env_keys)
     if "project" in found.file.scopes and not _installed_awf_mcp(argv, resolved, ctx.cwd):
         detail = (
             "not started: a project's file may come with a cloned repository, so doctor starts a project "
             "entry only when its command is an awf-mcp installed outside the project"
         )
         fix = f"if you trust this project, run `{shlex.join(argv)}` yourself; or: {found.rewrite()}"
-        return found.finding(WARNING, detail, fix, command=argv, env=sorted(env))
+        return found.finding(WARNING, detail, fix, command=argv, env=server.env_keys)
     return None
 
 
@@ -537,16 +412,15 @@ async def check_clients(ctx: Context) -> list[Finding]:
 
     findings: list[Finding] = []
     startable: list[_Entry] = []
-    clients = client_files(ctx)
-    for client, files in clients.items():
+    files: dict[str, list[ServerFile]] = {}
+    for file in clientconfig.server_files(cwd=ctx.cwd, home=ctx.home, env=ctx.env):
+        files.setdefault(file.client, []).append(file)
+    for client, client_files in files.items():
         profile = clientconfig.PROFILES[client]
-        entries: list[_Entry] = []
-        for file in files:
-            found, problems = _read_entries(file, profile)
-            entries += found
-            findings += problems
+        entries = [_Entry(file, server) for file in client_files for server in file.awf_servers]
+        findings += [_unreadable(file) for file in client_files if file.problem]
         if not entries:
-            looked = [str(file.path) for file in files]
+            looked = [str(file.path) for file in client_files]
             detail = f"no awf entry (looked in {', '.join(looked)})"
             fix = f"to use awf-mcp from {profile.title}: awf-mcp config {client} --write"
             findings.append(
@@ -558,10 +432,10 @@ async def check_clients(ctx: Context) -> list[Finding]:
                 startable.append(entry)
             else:
                 findings.append(problem)
-    commands = [(entry_command(entry.entry) or [], entry_env(entry.entry)) for entry in startable]
+    commands = [(entry.server.argv or [], entry.server.env) for entry in startable]
     results = await probe_commands(commands, ctx.cwd, ctx.timeout) if commands else []
-    for entry, (argv, env), (tools, reason) in zip(startable, commands, results, strict=True):
-        data: dict[str, Any] = {"command": argv, "env": sorted(env), "tools": tools or []}
+    for entry, (argv, _), (tools, reason) in zip(startable, commands, results, strict=True):
+        data: dict[str, Any] = {"command": argv, "env": entry.server.env_keys, "tools": tools or []}
         if tools is not None:
             findings.append(
                 entry.finding(OK, f"starts and answers tools/list with {_count(len(tools), 'tool')}", **data)
@@ -570,7 +444,7 @@ async def check_clients(ctx: Context) -> list[Finding]:
             fix = f"run `{shlex.join(argv)}` to see the whole error; or rewrite it: {entry.rewrite()}"
             findings.append(entry.finding(ERROR, f"it does not answer tools/list: {reason}", fix, **data))
     if not any(f.data.get("server") for f in findings):
-        fix = f"awf-mcp config CLIENT --write, CLIENT one of {', '.join(clients)}"
+        fix = f"awf-mcp config CLIENT --write, CLIENT one of {', '.join(files)}"
         findings.append(
             Finding("clients", WARNING, "every client", "no client is configured to start awf-mcp", fix)
         )

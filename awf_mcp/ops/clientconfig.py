@@ -10,8 +10,12 @@ nothing below branches on a client's name. This module turns a profile into:
   written when any file cannot be parsed;
 * ``--replace-native`` / ``--restore-native`` (:mod:`awf_mcp.ops.nativetools`);
 * ``awf-mcp config --list`` (:func:`list_clients`): every client with the file it would write;
-* for ``awf-mcp doctor``: :func:`installed_entries` / :func:`read_entry` read the existing
-  files and say whether the awf entry is there and which command it runs.
+* the one reader of the files as they are, for ``awf-mcp doctor`` and ``servers import``:
+  :func:`read_servers` lists every server entry in a client's file
+  (:class:`~awf_mcp.ops.clientprofiles.ServerEntry`: name, argv or URL, env, disabled,
+  whether it is awf's), :func:`server_files` does so for every client's files, and
+  :func:`read_entry` / :func:`installed_entries` say whether the awf entry is there
+  and which command it runs.
 
 The caller (the CLI) passes ``serve_args``, the argv after ``serve`` with paths
 already absolute; this module only puts the awf-mcp executable in front of it.
@@ -40,11 +44,13 @@ from awf_mcp.ops.clientprofiles import (
     FileLocation,
     NativeTools,
     ScopeFiles,
+    ServerEntry,
     profiles,
 )
 from awf_mcp.ops.editors import (
     Edit,
     JsonObject,
+    UnreadableFile,
     WriteReport,
     add_to_list,
     apply_edits,
@@ -71,13 +77,18 @@ __all__ = [
     "InstalledEntry",
     "NativeTools",
     "ScopeFiles",
+    "ServerEntry",
+    "ServerFile",
     "WriteReport",
     "configure",
     "installed_entries",
     "list_clients",
+    "locate",
     "profiles",
     "read_entry",
+    "read_servers",
     "render",
+    "server_files",
     "target_files",
     "write",
 ]
@@ -149,6 +160,17 @@ def check_options(client: str, scope: str | None, trust: str | None, server_name
             f"server name '{server_name}' is not usable by every client; "
             "use letters, digits, '_' or '-' (at most 64 characters)"
         )
+
+
+def locate(
+    cwd: Path | None, home: Path | None, env: Mapping[str, str] | None
+) -> tuple[Path, Path, Mapping[str, str]]:
+    """CWD, HOME and ENV; each that is None: the current directory, the home directory, ``os.environ``."""
+    return (
+        Path.cwd() if cwd is None else cwd,
+        Path.home() if home is None else home,
+        os.environ if env is None else env,
+    )
 
 
 def resolve_scope(client: str, scope: str | None) -> str:
@@ -253,13 +275,8 @@ def render(
         nativetools.setting(profile)
     if not profile.files:
         return request.entry_snippet()
-    files = target_files(
-        client,
-        scope,
-        cwd=Path.cwd() if cwd is None else cwd,
-        home=Path.home() if home is None else home,
-        env=os.environ if env is None else env,
-    )
+    cwd, home, env = locate(cwd, home, env)
+    files = target_files(client, scope, cwd=cwd, home=home, env=env)
     fields = request.note_fields(files)
     where = f"# {profile.title}, {scope} scope:"
     what = "table" if profile.format == "toml" else "entry"
@@ -376,9 +393,7 @@ def restore_native_tools(
     env: Mapping[str, str] | None = None,
 ) -> str:
     """Remove exactly what :func:`replace_native_tools` added to CLIENT's SCOPE file; what happened."""
-    cwd = Path.cwd() if cwd is None else cwd
-    home = Path.home() if home is None else home
-    env = os.environ if env is None else env
+    cwd, home, env = locate(cwd, home, env)
     check_options(client, scope, None, DEFAULT_SERVER_NAME)
     path = _native_file(client, scope, cwd=cwd, home=home, env=env)
     report, note = nativetools.restore(PROFILES[client], path, ledger=nativetools.ledger_path(home, env))
@@ -410,9 +425,7 @@ def configure(
     :func:`server_command`. ``replace_native`` also switches off the client's own file
     and shell tools (printed, or written with ``write_files``).
     """
-    cwd = Path.cwd() if cwd is None else cwd
-    home = Path.home() if home is None else home
-    env = os.environ if env is None else env
+    cwd, home, env = locate(cwd, home, env)
     base = list(base_command) if base_command is not None else server_command()
     common: dict[str, Any] = {
         "command": [*base, "serve", *serve_args],
@@ -453,9 +466,7 @@ def list_clients(
     platform: str | None = None,
 ) -> str:
     """``awf-mcp config --list``: every client, each scope, and the file ``--write`` would edit."""
-    cwd = Path.cwd() if cwd is None else cwd
-    home = Path.home() if home is None else home
-    env = os.environ if env is None else env
+    cwd, home, env = locate(cwd, home, env)
     rows: list[tuple[str, str, str, str]] = []
     for profile in profiles():
         scopes = profile.scopes(platform)
@@ -476,6 +487,94 @@ def list_clients(
 
 
 @dataclass(frozen=True)
+class ServerFile:
+    """One client's server file as read (:func:`read_servers`): its entries, or why it could not be read."""
+
+    client: str
+    scopes: tuple[str, ...]
+    """The scopes whose server file this is (two when both resolve to this one file)."""
+    path: Path
+    exists: bool
+    servers: tuple[ServerEntry, ...] = ()
+    """Every server entry, in file order."""
+    problem: str = ""
+    """Why the file could not be read, worded to follow its path (``is not valid JSON (...)``);
+    empty when it could."""
+
+    def server(self, name: str) -> ServerEntry | None:
+        """The entry named NAME, or None."""
+        return next((entry for entry in self.servers if entry.name == name), None)
+
+    @property
+    def awf_servers(self) -> list[ServerEntry]:
+        """The entries that are awf-mcp's (see :attr:`ServerEntry.is_awf`)."""
+        return [entry for entry in self.servers if entry.is_awf]
+
+
+def read_servers(
+    client: str, path: Path, *, scopes: Sequence[str] = (), awf_name: str = DEFAULT_SERVER_NAME
+) -> ServerFile:
+    """Every server entry in PATH, CLIENT's server file (for SCOPES), per the client's profile.
+
+    The table of servers is at the profile's ``servers_key``, in its ``format``. JSON is
+    read as leniently as any client reads it: with ``//`` and ``/* */`` comments and
+    trailing commas (what is only read is never rewritten here). An entry is awf's when it
+    is named AWF_NAME or its command runs ``awf-mcp ... serve``; a value in the table that
+    is not a table itself is no server and is left out. Never raises for a missing,
+    unreadable or malformed file: that is said in ``problem``.
+    """
+    profile = PROFILES[client]
+    scopes = tuple(scopes)
+    try:
+        text = read(path)
+        if text is None:
+            return ServerFile(client, scopes, path, exists=False)
+        data: Mapping[str, Any] = {}
+        if text.strip():
+            data = (
+                parse_toml(text, path) if profile.format == "toml" else parse_json(text, path, comments=True)
+            )
+    except UnreadableFile as exc:
+        return ServerFile(client, scopes, path, exists=path.exists(), problem=exc.reason)
+    table = lookup(data, profile.servers_key)
+    if table is not None and not isinstance(table, Mapping):
+        problem = f"has a '{'.'.join(profile.servers_key)}' that is not a table of servers"
+        return ServerFile(client, scopes, path, exists=True, problem=problem)
+    servers = tuple(
+        ServerEntry.from_table(str(name), entry, awf_name=awf_name)
+        for name, entry in (table or {}).items()
+        if isinstance(entry, Mapping)
+    )
+    return ServerFile(client, scopes, path, exists=True, servers=servers)
+
+
+def server_files(
+    *,
+    awf_name: str = DEFAULT_SERVER_NAME,
+    cwd: Path | None = None,
+    home: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    platform: str | None = None,
+) -> list[ServerFile]:
+    """:func:`read_servers` for every client's server files on PLATFORM, each file once
+    (with every scope it serves), in :func:`profiles` order."""
+    cwd, home, env = locate(cwd, home, env)
+    found: list[ServerFile] = []
+    for profile in profiles():
+        scopes_of: dict[Path, list[str]] = {}
+        for scope in profile.scopes(platform):
+            path = target_files(profile.name, scope, cwd=cwd, home=home, env=env, platform=platform)[
+                "servers"
+            ]
+            scopes_of.setdefault(path, []).append(scope)
+        found += [
+            read_servers(profile.name, path, scopes=scopes, awf_name=awf_name)
+            for path, scopes in scopes_of.items()
+        ]
+    return found
+
+
+@dataclass(frozen=True)
 class InstalledEntry:
     """What one client's file holds for the awf server (see :func:`read_entry`)."""
 
@@ -488,6 +587,8 @@ class InstalledEntry:
     """The argv the entry runs; None when there is no entry (or it runs no local command)."""
     problem: str = ""
     """Why the file or the entry could not be read; empty when it could."""
+    name: str = ""
+    """The entry's name; empty when there is no entry."""
 
     @property
     def present(self) -> bool:
@@ -505,37 +606,25 @@ def read_entry(
     env: Mapping[str, str] | None = None,
     platform: str | None = None,
 ) -> InstalledEntry:
-    """Read CLIENT's SCOPE server file: is the SERVER_NAME entry there, and what does it run?
+    """Read CLIENT's SCOPE server file: is the awf entry there, and what does it run?
 
-    Never raises for a missing, unreadable or malformed file: that is said in ``problem``.
+    The awf entry is the one named SERVER_NAME, or else the first whose command runs
+    ``awf-mcp ... serve`` (:func:`read_servers`). Never raises for a missing, unreadable
+    or malformed file: that is said in ``problem``.
     """
-    cwd = Path.cwd() if cwd is None else cwd
-    home = Path.home() if home is None else home
-    env = os.environ if env is None else env
+    cwd, home, env = locate(cwd, home, env)
     scope = resolve_scope(client, scope)
-    profile = PROFILES[client]
     path = target_files(client, scope, cwd=cwd, home=home, env=env, platform=platform)["servers"]
-    try:
-        text = read(path)
-        if text is None:
-            return InstalledEntry(client, scope, path, False, None)
-        if not text.strip():
-            return InstalledEntry(client, scope, path, True, None)
-        data = (
-            parse_toml(text, path)
-            if profile.format == "toml"
-            else parse_json(text, path, comments=profile.format == "jsonc")
-        )
-    except UserError as exc:
-        return InstalledEntry(client, scope, path, path.exists(), None, str(exc))
-    entry = lookup(data, (*profile.servers_key, server_name))
+    found = read_servers(client, path, scopes=(scope,), awf_name=server_name)
+    if found.problem:
+        return InstalledEntry(client, scope, path, found.exists, None, f"{path} {found.problem}")
+    entry = found.server(server_name) or next(iter(found.awf_servers), None)
     if entry is None:
-        return InstalledEntry(client, scope, path, True, None)
-    command = profile.entry_command(entry) if isinstance(entry, Mapping) else None
-    if command is None:
-        problem = f"{path}: the '{server_name}' entry runs no local command (no usable command/args)"
-        return InstalledEntry(client, scope, path, True, None, problem)
-    return InstalledEntry(client, scope, path, True, command)
+        return InstalledEntry(client, scope, path, found.exists, None)
+    if entry.argv is None:
+        problem = f"{path}: the '{entry.name}' entry runs no local command (no usable command/args)"
+        return InstalledEntry(client, scope, path, True, None, problem, entry.name)
+    return InstalledEntry(client, scope, path, True, entry.argv, name=entry.name)
 
 
 def installed_entries(

@@ -8,7 +8,9 @@ the documentation the format was taken from. Nothing in :mod:`.clientconfig` or
 :mod:`.nativetools` branches on a client's name: adding a client is adding a profile.
 
 Other modules iterate over the clients with :func:`profiles` and resolve a file with
-:meth:`ClientProfile.scope_files` + :meth:`FileLocation.resolve`.
+:meth:`ClientProfile.scope_files` + :meth:`FileLocation.resolve`. :meth:`ClientProfile.entry`
+writes a server entry; :meth:`ServerEntry.from_table` reads any entry, in every shape the
+clients write (how a file is read is :func:`awf_mcp.ops.clientconfig.read_servers`).
 
 ===============  ==========================================  ===============================================
 client           project scope                               user scope (Linux; macOS where different)
@@ -32,6 +34,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -193,18 +196,6 @@ class ClientProfile:
             entry["tools"] = {tool: dict(self.tool_approval) for tool in read_only}
         return entry
 
-    def entry_command(self, entry: Mapping[str, Any]) -> list[str] | None:
-        """The argv an existing ENTRY runs (None: it runs no local command, or is malformed)."""
-        command = entry.get("command")
-        if self.command_form == "argv":
-            if isinstance(command, list) and command and all(isinstance(w, str) for w in command):
-                return list(command)
-            return None
-        args = entry.get("args", [])
-        if not isinstance(command, str) or not isinstance(args, list):
-            return None
-        return [command, *(str(a) for a in args)]
-
     def allowed(self, server_name: str, trust: str | None, read_only: Sequence[str]) -> list[str] | None:
         """The names TRUST adds to the approval list (None: this trust level adds no list)."""
         if self.allow_list is None or self.allow_name is None or trust is None:
@@ -212,6 +203,81 @@ class ClientProfile:
         if trust == "all":
             return [self.allow_name(server_name, "")] if self.allow_whole_server else None
         return [self.allow_name(server_name, tool) for tool in read_only]
+
+
+@dataclass(frozen=True)
+class ServerEntry:
+    """One server entry in a client's file, as the client reads it.
+
+    ``env`` holds the entry's values, which may be secrets: show :attr:`env_keys` only.
+    """
+
+    name: str
+    table: Mapping[str, Any]
+    """The entry as written."""
+    argv: list[str] | None
+    """The command it runs; None: it runs no local command (an HTTP entry, or a malformed one)."""
+    url: str
+    """The URL of an HTTP entry, or ``""``."""
+    env: Mapping[str, str]
+    """What the entry adds to the environment (``env``; opencode: ``environment``)."""
+    disabled: bool
+    """The client does not start it (``"disabled": true`` or ``"enabled": false``)."""
+    is_awf: bool
+    """It is awf-mcp's: named as awf's entry, or its command runs ``awf-mcp ... serve``."""
+
+    @classmethod
+    def from_table(cls, name: str, table: Mapping[str, Any], *, awf_name: str) -> ServerEntry:
+        """The entry NAME -> TABLE; AWF_NAME is the name awf's own entry has."""
+        argv = entry_argv(table)
+        env = table.get("env", table.get("environment"))
+        return cls(
+            name=name,
+            table=table,
+            argv=argv,
+            url=entry_url(table),
+            env={str(k): v for k, v in env.items() if isinstance(v, str)} if isinstance(env, Mapping) else {},
+            disabled=table.get("enabled") is False or table.get("disabled") is True,
+            is_awf=name == awf_name or runs_awf_mcp(argv or []),
+        )
+
+    @property
+    def env_keys(self) -> list[str]:
+        """The names the entry sets in the environment, sorted (never the values)."""
+        return sorted(self.env)
+
+
+def entry_argv(table: Mapping[str, Any]) -> list[str] | None:
+    """The argv a server entry runs, in any shape clients write; None when it names no command.
+
+    ``{"command": "x", "args": [...]}`` (most clients), ``{"command": ["x", ...]}``
+    (opencode), ``{"command": {"path": "x", "args": [...]}}`` (older Zed).
+    """
+    command: Any = table.get("command")
+    args: Any = table.get("args", [])
+    if isinstance(command, Mapping):
+        command, args = command.get("path"), command.get("args", [])
+    if isinstance(command, list):
+        command, args = (command[0] if command else None), command[1:]
+    if not isinstance(command, str) or not command or not isinstance(args, list):
+        return None
+    return [command, *(str(arg) for arg in args)]
+
+
+def entry_url(table: Mapping[str, Any]) -> str:
+    """The URL of an HTTP entry (Gemini's ``httpUrl``, ``url``, Windsurf's ``serverUrl``), or ``""``."""
+    for key in ("httpUrl", "url", "serverUrl"):
+        value = table.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def runs_awf_mcp(argv: Sequence[str]) -> bool:
+    """True when ARGV runs ``awf-mcp ... serve``: a word names awf-mcp or awf_mcp (the
+    executable, ``python -m awf_mcp``, a package spec) and another word is ``serve``."""
+    names = (re.split(r"[/\\]", word)[-1] for word in argv)
+    return "serve" in argv and any(name.startswith(("awf-mcp", "awf_mcp")) for name in names)
 
 
 def _gemini_allow_name(server_name: str, tool: str) -> str:

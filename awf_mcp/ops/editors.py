@@ -20,7 +20,10 @@ and every other table stay byte for byte, and the result is parsed again and com
 with what was meant before it is accepted.
 
 Every refusal is a :class:`~awf_mcp.errors.UserError` that names the file and says
-what to do. This module uses the standard library only.
+what to do; a file that cannot be read or parsed at all is an :class:`UnreadableFile`,
+whose ``reason`` says what is wrong with it apart from the path and the advice (so a
+reader such as ``awf-mcp doctor`` can word its own advice). This module uses the
+standard library only.
 """
 
 from __future__ import annotations
@@ -96,15 +99,29 @@ def apply_edits(edits: Sequence[Edit]) -> WriteReport:
     return report
 
 
+class UnreadableFile(UserError):
+    """PATH cannot be read or parsed; ``reason`` follows the path in a sentence
+    (``is not valid JSON (...)``, ``cannot be read (Permission denied)``)."""
+
+    def __init__(self, message: str, *, path: Path, reason: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.reason = reason
+
+
 def read(path: Path) -> str | None:
+    """PATH's text (None: no such file); :class:`UnreadableFile` when it cannot be read as UTF-8."""
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
     except UnicodeDecodeError:
-        raise UserError(f"{path} is not UTF-8 text; not touching it: fix or move it and rerun") from None
+        reason = "is not UTF-8 text"
+        message = f"{path} {reason}; not touching it: fix or move it and rerun"
+        raise UnreadableFile(message, path=path, reason=reason) from None
     except OSError as exc:
-        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
+        reason = f"cannot be read ({exc.strerror or exc})"
+        raise UnreadableFile(f"cannot read {path}: {exc.strerror or exc}", path=path, reason=reason) from None
 
 
 def _same(old: str, new: str, fmt: str) -> bool:
@@ -208,15 +225,17 @@ def loads_json(text: str, *, comments: bool = False) -> Any:
 
 
 def parse_json(text: str, path: Path, *, comments: bool = False) -> JsonObject:
+    """TEXT of PATH as a JSON object (COMMENTS: see :func:`loads_json`); else :class:`UnreadableFile`."""
     try:
         data = loads_json(text, comments=comments)
     except json.JSONDecodeError as exc:
-        raise UserError(
-            f"{path} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
-            "not touching it: fix it, or add the entry by hand from the snippet above"
-        ) from None
+        reason = f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        advice = "not touching it: fix it, or add the entry by hand from the snippet above"
+        raise UnreadableFile(f"{path} {reason}; {advice}", path=path, reason=reason) from None
     if not isinstance(data, dict):
-        raise UserError(f"{path} does not hold a JSON object; not touching it: fix or move it and rerun")
+        reason = "does not hold a JSON object"
+        message = f"{path} {reason}; not touching it: fix or move it and rerun"
+        raise UnreadableFile(message, path=path, reason=reason)
     return data
 
 
@@ -393,13 +412,13 @@ def _header_path(line: str) -> tuple[str, ...] | None:
 
 
 def parse_toml(text: str, path: Path) -> dict[str, Any]:
+    """TEXT of PATH as TOML data; else :class:`UnreadableFile`."""
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise UserError(
-            f"{path} is not valid TOML ({exc}); not touching it: fix it, "
-            "or add the table by hand from the snippet above"
-        ) from None
+        reason = f"is not valid TOML ({exc})"
+        advice = "not touching it: fix it, or add the table by hand from the snippet above"
+        raise UnreadableFile(f"{path} {reason}; {advice}", path=path, reason=reason) from None
 
 
 def _with(data: Mapping[str, Any], keys: Sequence[str], value: Any) -> dict[str, Any]:

@@ -24,7 +24,6 @@ Standard library only.
 from __future__ import annotations
 
 import json
-import os
 import re
 import tomllib
 from collections.abc import Mapping
@@ -33,6 +32,7 @@ from typing import Any
 
 from awf_mcp.errors import UserError
 from awf_mcp.ops import clientconfig
+from awf_mcp.ops.clientprofiles import ServerEntry
 from awf_mcp.ops.editors import (
     atomic_write,
     backup,
@@ -48,13 +48,6 @@ IMPORT_CLIENTS = ("claude", "gemini", "codex")
 _NAME = re.compile(r"^[A-Za-z0-9-]{1,32}$")
 
 
-def _is_awf(name: str, entry: Mapping[str, Any]) -> bool:
-    words = [str(entry.get("command", "")), *map(str, entry.get("args", []) or [])]
-    return name == clientconfig.DEFAULT_SERVER_NAME or (
-        any("awf-mcp" in w or "awf_mcp" in w for w in words) and "serve" in words
-    )
-
-
 def _valid_name(name: str, taken: set[str]) -> str:
     base = re.sub(r"[^A-Za-z0-9-]+", "-", name).strip("-")[:32] or "server"
     candidate, counter = base, 2
@@ -64,11 +57,11 @@ def _valid_name(name: str, taken: set[str]) -> str:
     return candidate
 
 
-def _convert(client: str, entry: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str]:
+def _convert(client: str, server: ServerEntry) -> tuple[dict[str, Any] | None, str]:
     """An agent's entry as an awf-mcp table, or ``None`` and why it is skipped."""
+    entry = server.table
     table: dict[str, Any] = {}
     kind = entry.get("type", entry.get("transport"))
-    url = entry.get("httpUrl") or (entry.get("url") if client != "gemini" else None)
     if kind == "sse" or (client == "gemini" and entry.get("url") and not entry.get("httpUrl")):
         return None, "it uses the SSE transport, which awf-mcp does not relay"
     if entry.get("command"):
@@ -79,8 +72,8 @@ def _convert(client: str, entry: Mapping[str, Any]) -> tuple[dict[str, Any] | No
             table["env"] = dict(entry["env"])
         if entry.get("cwd"):
             table["cwd"] = entry["cwd"]
-    elif url:
-        table["url"] = url
+    elif server.url:
+        table["url"] = server.url
         headers = dict(entry.get("headers") or entry.get("http_headers") or {})
         if entry.get("bearer_token_env_var"):
             headers["Authorization"] = f"Bearer ${{{entry['bearer_token_env_var']}}}"
@@ -96,19 +89,9 @@ def _convert(client: str, entry: Mapping[str, Any]) -> tuple[dict[str, Any] | No
     ):
         if isinstance(entry.get(theirs), int | float):
             table[ours] = entry[theirs]
-    if entry.get("enabled") is False or entry.get("disabled") is True:
+    if server.disabled:
         table["enabled"] = False
     return table, ""
-
-
-def _servers_of(client: str, text: str, path: Path) -> dict[str, Any]:
-    if client == "codex":
-        found = parse_toml(text, path).get("mcp_servers", {})
-    else:
-        found = parse_json(text, path).get("mcpServers", {})
-    if not isinstance(found, dict):
-        raise UserError(f"{path}: the MCP server list is not a table of servers; fix it and rerun")
-    return {name: entry for name, entry in found.items() if isinstance(entry, dict)}
 
 
 def agent_servers(
@@ -118,15 +101,18 @@ def agent_servers(
     if client not in IMPORT_CLIENTS:
         raise UserError(f"cannot import from '{client}'; choose one of {', '.join(IMPORT_CLIENTS)}")
     path = clientconfig.target_files(client, scope, cwd=cwd, home=home, env=env)["servers"]
-    text = read(path)
-    if text is None or not text.strip():
-        return path, {}, [f"{path} does not exist or is empty: nothing to import"]
+    found = clientconfig.read_servers(client, path, scopes=(scope,))
+    if found.problem:
+        raise UserError(f"{path} {found.problem}; not touching it: fix it and rerun")
+    if not found.servers:
+        return path, {}, [f"{path} does not exist or names no MCP servers: nothing to import"]
     imported: dict[str, tuple[str, dict[str, Any]]] = {}
     notes: list[str] = []
-    for name, entry in _servers_of(client, text, path).items():
-        if _is_awf(name, entry):
+    for server in found.servers:
+        if server.is_awf:
             continue
-        table, why = _convert(client, entry)
+        name = server.name
+        table, why = _convert(client, server)
         if table is None:
             notes.append(f"skipped '{name}': {why}")
             continue
@@ -188,9 +174,7 @@ def import_servers(
     env: Mapping[str, str] | None = None,
 ) -> str:
     """What ``awf-mcp servers import CLIENT [--write]`` prints; see the module docstring."""
-    cwd = Path.cwd() if cwd is None else cwd
-    home = Path.home() if home is None else home
-    env = os.environ if env is None else env
+    cwd, home, env = clientconfig.locate(cwd, home, env)
     target = config or cwd / "awf-mcp.toml"
     if target.suffix != ".toml":
         raise UserError(f"servers are imported into a TOML file; {target} is not one (pass --config x.toml)")

@@ -16,9 +16,6 @@ from awf_mcp.cli.doctor import (
     Context,
     Finding,
     Report,
-    entry_command,
-    is_awf_entry,
-    parse_client_file,
     plugin_directory_findings,
     root_findings,
     run_checks,
@@ -97,45 +94,6 @@ def of(findings: list[Finding], status: str | None = None, **data: Any) -> list[
         for f in findings
         if (status is None or f.status == status) and all(f.data.get(k) == v for k, v in data.items())
     ]
-
-
-# --------------------------------------------------------------------------- reading client files
-
-
-def test_client_files_may_carry_comments_and_trailing_commas_but_strings_stay_whole() -> None:
-    text = '{\n  // servers\n  "mcpServers": {"a": {"url": "http://x//y", /* c */ "args": ["/*",],},},\n}\n'
-    assert parse_client_file(text, "json") == {"mcpServers": {"a": {"url": "http://x//y", "args": ["/*"]}}}
-
-
-def test_an_unparsable_client_file_says_where() -> None:
-    with pytest.raises(ValueError, match="line 1 column"):
-        parse_client_file('{"mcpServers": ', "json")
-    with pytest.raises(ValueError, match="not valid TOML"):
-        parse_client_file("[mcp_servers.awf\n", "toml")
-
-
-@pytest.mark.parametrize(
-    ("entry", "argv"),
-    [
-        ({"command": "awf-mcp", "args": ["serve", "--root", "/r"]}, ["awf-mcp", "serve", "--root", "/r"]),
-        ({"command": ["awf-mcp", "serve"]}, ["awf-mcp", "serve"]),
-        ({"command": {"path": "awf-mcp", "args": ["serve"]}}, ["awf-mcp", "serve"]),
-        ({"url": "http://127.0.0.1:8765/mcp"}, None),
-        ({"command": "awf-mcp", "args": "serve"}, None),
-    ],
-)
-def test_entry_commands_are_read_in_every_shape_clients_write(
-    entry: dict[str, Any], argv: list[str] | None
-) -> None:
-    assert entry_command(entry) == argv
-
-
-def test_the_awf_entry_is_found_by_name_or_by_its_command() -> None:
-    assert is_awf_entry("awf", {"command": "anything"})
-    assert is_awf_entry("mine", {"command": "/opt/bin/awf-mcp", "args": ["serve"]})
-    assert is_awf_entry("mine", {"command": "python3", "args": ["-m", "awf_mcp", "serve"]})
-    assert not is_awf_entry("git", {"command": "uvx", "args": ["mcp-server-git"]})
-    assert not is_awf_entry("mine", {"command": "awf-mcp", "args": ["tools", "list"]})
 
 
 # --------------------------------------------------------------------------- clients
