@@ -232,3 +232,199 @@ def test_installed_entries_covers_every_client_and_scope(dirs: tuple[Path, Path]
     assert {(e.client, e.scope) for e in found} == expected
     present = {(e.client, e.scope): e.command for e in found if e.present}
     assert present == {("codex", "project"): COMMAND, ("zed", "user"): COMMAND}
+
+
+# --------------------------------------------------------------------------- read_servers (files as they are)
+
+
+def server_file(dirs: tuple[Path, Path], client: str, scope: str, content: str) -> cc.ServerFile:
+    """CONTENT written as CLIENT's SCOPE server file, read back by :func:`clientconfig.read_servers`."""
+    cwd, home = dirs
+    path = cc.target_files(client, scope, cwd=cwd, home=home, env={}, platform="linux")["servers"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content.encode())
+    return cc.read_servers(client, path, scopes=(scope,))
+
+
+@pytest.mark.parametrize(("client", "scope", "relative", "expected"), FORMATS)
+def test_read_servers_finds_the_entry_config_writes_in_each_client_format(
+    dirs: tuple[Path, Path], client: str, scope: str, relative: str, expected: dict[str, Any]
+) -> None:
+    cwd, home = dirs
+    write(client, dirs, scope=scope)
+    path = (cwd if scope == "project" else home) / relative
+    found = cc.read_servers(client, path, scopes=(scope,))
+    assert (found.exists, found.problem, found.scopes) == (True, "", (scope,))
+    [entry] = found.servers
+    assert (entry.name, entry.argv, entry.url, entry.disabled, entry.is_awf) == (
+        "awf",
+        COMMAND,
+        "",
+        False,
+        True,
+    )
+
+
+def test_read_servers_lists_every_entry_of_codex_toml(dirs: tuple[Path, Path]) -> None:
+    found = server_file(
+        dirs,
+        "codex",
+        "project",
+        '# mine\n[mcp_servers.git]\ncommand = "uvx"\nargs = ["mcp-server-git"]\n'
+        'env = { TOKEN = "s3cret" }\n\n'
+        '[mcp_servers.remote]\nurl = "https://x.invalid/mcp"\nenabled = false\n',
+    )
+    git, remote = found.servers
+    assert (git.name, git.argv, git.env_keys, git.is_awf) == (
+        "git",
+        ["uvx", "mcp-server-git"],
+        ["TOKEN"],
+        False,
+    )
+    assert (remote.argv, remote.url, remote.disabled) == (None, "https://x.invalid/mcp", True)
+    assert found.awf_servers == []
+
+
+def test_read_servers_reads_json_with_comments_and_trailing_commas_in_every_json_client(
+    dirs: tuple[Path, Path],
+) -> None:
+    # Gemini CLI's settings are "json" for writing, yet what it reads may carry comments.
+    text = '{\n  // servers\n  "mcpServers": {"a": {"command": "x", /* c */ "args": ["/*", "http://y//z",],},},\n}\n'
+    found = server_file(dirs, "gemini", "project", text)
+    assert found.problem == ""
+    assert [(e.name, e.argv) for e in found.servers] == [("a", ["x", "/*", "http://y//z"])]
+
+
+def test_read_servers_reads_disabled_and_http_entries(dirs: tuple[Path, Path]) -> None:
+    found = server_file(
+        dirs,
+        "cursor",
+        "project",
+        json.dumps(
+            {
+                "mcpServers": {
+                    "off": {"command": "awf-mcp", "args": ["serve"], "disabled": True},
+                    "also-off": {"command": ["awf-mcp", "serve"], "enabled": False},
+                    "on": {"command": "uvx", "args": ["mcp-server-time"], "enabled": True},
+                    "remote": {"type": "http", "url": "http://127.0.0.1:8765/mcp"},
+                    "gemini-http": {"httpUrl": "http://h/mcp"},
+                    "windsurf-http": {"serverUrl": "http://w/mcp"},
+                }
+            }
+        ),
+    )
+    by_name = {entry.name: entry for entry in found.servers}
+    assert [by_name[n].disabled for n in ("off", "also-off", "on")] == [True, True, False]
+    assert [by_name[n].url for n in ("remote", "gemini-http", "windsurf-http")] == [
+        "http://127.0.0.1:8765/mcp",
+        "http://h/mcp",
+        "http://w/mcp",
+    ]
+    assert by_name["remote"].argv is None and not by_name["remote"].is_awf
+
+
+def test_read_servers_finds_awfs_entry_by_its_command_under_any_name(dirs: tuple[Path, Path]) -> None:
+    found = server_file(
+        dirs,
+        "opencode",
+        "project",
+        json.dumps(
+            {
+                "mcp": {
+                    "tools": {"type": "local", "command": ["/opt/bin/awf-mcp", "serve", "--root", "/r"]},
+                    "py": {"type": "local", "command": ["python3", "-m", "awf_mcp", "serve"]},
+                    "win": {"type": "local", "command": ["C:\\awf\\awf-mcp.exe", "serve"]},
+                    "listing": {"type": "local", "command": ["awf-mcp", "tools", "list"]},
+                    "git": {"type": "local", "command": ["uvx", "mcp-server-git", "serve"]},
+                    "named": {"type": "local", "command": ["anything"]},
+                }
+            }
+        ),
+    )
+    assert [entry.name for entry in found.awf_servers] == ["tools", "py", "win"]
+    named = cc.read_servers("opencode", found.path, awf_name="named")
+    assert [entry.name for entry in named.awf_servers] == ["tools", "py", "win", "named"]
+
+
+@pytest.mark.parametrize(
+    ("entry", "argv"),
+    [
+        ({"command": "awf-mcp", "args": ["serve", "--root", "/r"]}, ["awf-mcp", "serve", "--root", "/r"]),
+        ({"command": ["awf-mcp", "serve"]}, ["awf-mcp", "serve"]),
+        ({"command": {"path": "awf-mcp", "args": ["serve"]}}, ["awf-mcp", "serve"]),
+        ({"command": "awf-mcp", "args": ["--port", 8]}, ["awf-mcp", "--port", "8"]),
+        ({"url": "http://127.0.0.1:8765/mcp"}, None),
+        ({"command": "awf-mcp", "args": "serve"}, None),
+        ({"command": ""}, None),
+        ({"command": []}, None),
+    ],
+)
+def test_entry_commands_are_read_in_every_shape_clients_write(
+    entry: dict[str, Any], argv: list[str] | None
+) -> None:
+    assert cc.ServerEntry.from_table("x", entry, awf_name="awf").argv == argv
+
+
+def test_an_entrys_env_is_read_from_env_or_environment_and_keeps_strings_only() -> None:
+    entry = cc.ServerEntry.from_table(
+        "x", {"command": "y", "env": {"B": "2", "A": "1", "N": 3}}, awf_name="awf"
+    )
+    assert entry.env == {"B": "2", "A": "1"} and entry.env_keys == ["A", "B"]
+    opencode = cc.ServerEntry.from_table("x", {"command": ["y"], "environment": {"T": "t"}}, awf_name="awf")
+    assert opencode.env == {"T": "t"}
+
+
+@pytest.mark.parametrize(
+    ("client", "content", "problem"),
+    [
+        ("cursor", '{"mcpServers": ', "is not valid JSON (Expecting value at line 1 column 16)"),
+        ("vscode", "[1, 2]", "does not hold a JSON object"),
+        ("claude", '{"mcpServers": []}', "has a 'mcpServers' that is not a table of servers"),
+        ("codex", "[mcp_servers.awf\n", "is not valid TOML"),
+        ("zed", "\udcff", "is not UTF-8 text"),
+    ],
+)
+def test_a_malformed_file_is_a_problem_not_an_exception(
+    dirs: tuple[Path, Path], client: str, content: str, problem: str
+) -> None:
+    cwd, home = dirs
+    path = cc.target_files(client, "project", cwd=cwd, home=home, env={})["servers"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content.encode("utf-8", "surrogateescape"))
+    found = cc.read_servers(client, path)
+    assert found.exists and found.servers == () and found.problem.startswith(problem)
+
+
+def test_a_missing_or_blank_file_has_no_servers_and_no_problem(dirs: tuple[Path, Path]) -> None:
+    cwd, _ = dirs
+    missing = cc.read_servers("cursor", cwd / "nowhere.json")
+    assert (missing.exists, missing.servers, missing.problem) == (False, (), "")
+    blank = server_file(dirs, "codex", "project", "\n")
+    assert (blank.exists, blank.servers, blank.problem) == (True, (), "")
+    garbage_entries = server_file(
+        dirs, "cursor", "project", '{"mcpServers": {"a": 1, "b": {"command": "x"}}}'
+    )
+    assert [entry.name for entry in garbage_entries.servers] == ["b"]
+
+
+def test_server_files_reads_each_clients_file_once_with_every_scope_it_serves(
+    dirs: tuple[Path, Path],
+) -> None:
+    home = dirs[1]
+    write("cursor", dirs, scope="user")
+    # With the project directory at home, Cursor's project and user files are one file.
+    found = cc.server_files(cwd=home, home=home, env={}, platform="linux")
+    expected = [(p.name, scope) for p in cc.profiles() for scope in p.scopes("linux")]
+    assert sorted((f.client, s) for f in found for s in f.scopes) == sorted(expected)
+    [cursor] = [f for f in found if f.client == "cursor"]
+    assert cursor.scopes == ("project", "user") and [e.name for e in cursor.awf_servers] == ["awf"]
+    assert all(not f.exists for f in found if f.client != "cursor")
+
+
+def test_read_entry_finds_awfs_entry_by_its_command_when_it_has_another_name(dirs: tuple[Path, Path]) -> None:
+    cwd, home = dirs
+    server_file(
+        dirs, "cursor", "project", json.dumps({"mcpServers": {"other": {"command": "x"}, "tools": SPLIT}})
+    )
+    found = cc.read_entry("cursor", "project", cwd=cwd, home=home, env={})
+    assert (found.present, found.name, found.command) == (True, "tools", COMMAND)

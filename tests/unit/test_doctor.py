@@ -209,6 +209,32 @@ async def test_disabled_http_and_unreadable_entries_are_explained(tmp_path: Path
     assert not of(findings, "error")
 
 
+async def test_an_awf_entry_under_another_name_is_found_by_its_command(tmp_path: Path) -> None:
+    ctx = context(tmp_path)
+    path = clientconfig.target_files("opencode", "user", cwd=ctx.cwd, home=ctx.home, env=ctx.env)["servers"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    gone = str(tmp_path / "gone" / "awf-mcp")
+    servers = {
+        "tools": {"type": "local", "command": [gone, "serve"], "environment": {"TOKEN": "s3cret"}},
+        "git": {"type": "local", "command": ["uvx", "mcp-server-git"]},
+    }
+    path.write_text("// mine\n" + json.dumps({"mcp": servers}))
+    findings = await doctor.check_clients(ctx)
+    [error] = of(findings, "error", client="opencode")
+    assert error.data["server"] == "tools" and gone in error.detail and error.data["env"] == ["TOKEN"]
+    assert "s3cret" not in json.dumps(error.as_data())
+    assert not of(findings, server="git")
+
+
+async def test_a_client_file_that_is_not_utf8_is_a_warning(tmp_path: Path) -> None:
+    ctx = context(tmp_path)
+    path = clientconfig.target_files("cursor", "project", cwd=ctx.cwd, home=ctx.home, env=ctx.env)["servers"]
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'{"mcpServers": {"awf": {"command": "\xff"}}}')
+    [warning] = of(await doctor.check_clients(ctx), "warning", client="cursor")
+    assert "not UTF-8" in warning.detail and warning.data["path"] == str(path)
+
+
 def _rel(ctx: Context, client: str) -> Path:
     path = clientconfig.target_files(client, "project", cwd=ctx.cwd, home=ctx.home, env=ctx.env)["servers"]
     return path.relative_to(ctx.cwd)

@@ -98,3 +98,23 @@ def test_an_unparsable_agent_file_is_refused_untouched(tmp_path: Path) -> None:
         run(tmp_path, "claude", write=True)
     assert (tmp_path / ".mcp.json").read_text() == "{not json"
     assert not (tmp_path / "awf-mcp.toml").exists()
+
+
+def test_awfs_own_entry_is_not_imported_under_any_name(tmp_path: Path) -> None:
+    agent = {
+        "mcpServers": {
+            "tools": {"command": "/opt/venv/bin/awf-mcp", "args": ["serve", "--root", "/r"]},
+            "py": {"command": "python3", "args": ["-m", "awf_mcp", "serve"]},
+            "time": {"command": "uvx", "args": ["mcp-server-time"]},
+        }
+    }
+    (tmp_path / ".mcp.json").write_text(json.dumps(agent))
+    out = run(tmp_path, "claude", write=False)
+    assert "[servers.time]" in out and "[servers.tools]" not in out and "[servers.py]" not in out
+
+
+def test_a_server_table_that_is_not_a_table_is_refused(tmp_path: Path) -> None:
+    (tmp_path / ".mcp.json").write_text('{"mcpServers": ["x"]}')
+    with pytest.raises(UserError, match="'mcpServers' that is not a table of servers"):
+        run(tmp_path, "claude", write=True)
+    assert (tmp_path / ".mcp.json").read_text() == '{"mcpServers": ["x"]}'
