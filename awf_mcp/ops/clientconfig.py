@@ -615,7 +615,12 @@ def read_entry(
     cwd, home, env = locate(cwd, home, env)
     scope = resolve_scope(client, scope)
     path = target_files(client, scope, cwd=cwd, home=home, env=env, platform=platform)["servers"]
-    found = read_servers(client, path, scopes=(scope,), awf_name=server_name)
+    return _installed(read_servers(client, path, scopes=(scope,), awf_name=server_name), scope, server_name)
+
+
+def _installed(found: ServerFile, scope: str, server_name: str) -> InstalledEntry:
+    """What FOUND, the server file of SCOPE, holds for the awf server (see :func:`read_entry`)."""
+    client, path = found.client, found.path
     if found.problem:
         return InstalledEntry(client, scope, path, found.exists, None, f"{path} {found.problem}")
     entry = found.server(server_name) or next(iter(found.awf_servers), None)
@@ -635,11 +640,6 @@ def installed_entries(
     env: Mapping[str, str] | None = None,
     platform: str | None = None,
 ) -> list[InstalledEntry]:
-    """:func:`read_entry` for every client and every scope it has on PLATFORM."""
-    return [
-        read_entry(
-            profile.name, scope, server_name=server_name, cwd=cwd, home=home, env=env, platform=platform
-        )
-        for profile in profiles()
-        for scope in profile.scopes(platform)
-    ]
+    """:func:`read_entry` for every client and every scope it has on PLATFORM (each file read once)."""
+    files = server_files(awf_name=server_name, cwd=cwd, home=home, env=env, platform=platform)
+    return [_installed(found, scope, server_name) for found in files for scope in found.scopes]
