@@ -3,13 +3,14 @@
 Contract
 --------
 * :func:`agent_servers` reads the agent's server file (the one ``awf-mcp config CLIENT``
-  writes, :func:`awf_mcp.ops.clientconfig.target_files`) and returns each server as an
+  writes, :func:`awf_mcp.ops.clientconfig.target_files`, read by
+  :func:`awf_mcp.ops.clientconfig.read_servers`) and returns each server as an
   awf-mcp ``[servers.NAME]`` table: ``command``/``args``/``env``/``cwd`` or ``url``/``headers``,
   and the timeouts and ``enabled`` flag where the agent has them (Gemini's ``timeout`` in
   ms, Codex's ``startup_timeout_sec``/``tool_timeout_sec``/``bearer_token_env_var``/
-  ``http_headers``). Values are copied as written: ``${VAR}`` stays unexpanded. The awf
-  entry itself is skipped, and so is an SSE server (awf-mcp relays stdio and Streamable
-  HTTP only), with a note.
+  ``http_headers``). Values are copied as written: ``${VAR}`` stays unexpanded. awf's own
+  entry (named ``awf``, or running ``awf-mcp ... serve``) is skipped, and so is an SSE
+  server (awf-mcp relays stdio and Streamable HTTP only), with a note.
 * Names that awf-mcp cannot use (``_``, ``.``, over 32 characters) become a valid name,
   with a note.
 * :func:`import_servers` without ``write`` only says what it would do and prints the
