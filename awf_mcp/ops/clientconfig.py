@@ -512,16 +512,23 @@ class ServerFile:
 
 
 def read_servers(
-    client: str, path: Path, *, scopes: Sequence[str] = (), awf_name: str = DEFAULT_SERVER_NAME
+    client: str,
+    path: Path,
+    *,
+    scopes: Sequence[str] = (),
+    awf_name: str = DEFAULT_SERVER_NAME,
+    to_rewrite: bool = False,
 ) -> ServerFile:
     """Every server entry in PATH, CLIENT's server file (for SCOPES), per the client's profile.
 
     The table of servers is at the profile's ``servers_key``, in its ``format``. JSON is
     read as leniently as any client reads it: with ``//`` and ``/* */`` comments and
-    trailing commas (what is only read is never rewritten here). An entry is awf's when it
-    is named AWF_NAME or its command runs ``awf-mcp ... serve``; a value in the table that
-    is not a table itself is no server and is left out. Never raises for a missing,
-    unreadable or malformed file: that is said in ``problem``.
+    trailing commas; TO_REWRITE reads it as :func:`write` would before rewriting it
+    (comments only in the ``jsonc`` format), for a caller that goes on to rewrite it.
+
+    An entry is awf's when it is named AWF_NAME or its command runs ``awf-mcp ... serve``;
+    a value in the table that is not a table itself is no server and is left out. Never
+    raises for a missing, unreadable or malformed file: that is said in ``problem``.
     """
     profile = PROFILES[client]
     scopes = tuple(scopes)
@@ -532,7 +539,9 @@ def read_servers(
         data: Mapping[str, Any] = {}
         if text.strip():
             data = (
-                parse_toml(text, path) if profile.format == "toml" else parse_json(text, path, comments=True)
+                parse_toml(text, path)
+                if profile.format == "toml"
+                else parse_json(text, path, comments=not to_rewrite or profile.format == "jsonc")
             )
     except UnreadableFile as exc:
         return ServerFile(client, scopes, path, exists=path.exists(), problem=exc.reason)

@@ -102,7 +102,7 @@ def agent_servers(
     if client not in IMPORT_CLIENTS:
         raise UserError(f"cannot import from '{client}'; choose one of {', '.join(IMPORT_CLIENTS)}")
     path = clientconfig.target_files(client, scope, cwd=cwd, home=home, env=env)["servers"]
-    found = clientconfig.read_servers(client, path, scopes=(scope,))
+    found = clientconfig.read_servers(client, path, scopes=(scope,), to_rewrite=True)
     if found.problem:
         raise UserError(f"{path} {found.problem}; not touching it: fix it and rerun")
     if not found.servers:

@@ -118,3 +118,13 @@ def test_a_server_table_that_is_not_a_table_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="'mcpServers' that is not a table of servers"):
         run(tmp_path, "claude", write=True)
     assert (tmp_path / ".mcp.json").read_text() == '{"mcpServers": ["x"]}'
+
+
+def test_a_file_that_would_not_be_rewritten_is_refused_before_the_preview(tmp_path: Path) -> None:
+    # Gemini's settings are rewritten as plain JSON, so a comment there stops the import at once.
+    (tmp_path / ".gemini").mkdir()
+    (tmp_path / ".gemini" / "settings.json").write_text(
+        '{\n  // c\n  "mcpServers": {"t": {"command": "x"}}\n}\n'
+    )
+    with pytest.raises(UserError, match="is not valid JSON"):
+        run(tmp_path, "gemini", write=False)
