@@ -106,3 +106,18 @@ def test_remove_from_list_removes_only_the_items_and_what_it_leaves_empty(tmp_pa
     }
     assert json.loads(edit('{"p": {"deny": ["A", "B"]}, "x": 1}', where)) == {"x": 1}
     assert json.loads(edit('{"x": 1}', where)) == {"x": 1}
+
+
+def test_an_unreadable_file_says_what_is_wrong_apart_from_its_path_and_advice(tmp_path: Path) -> None:
+    where = tmp_path / "c.json"
+    with pytest.raises(editors.UnreadableFile) as bad_json:
+        editors.parse_json('{"a": ', where)
+    assert bad_json.value.path == where and bad_json.value.reason.startswith("is not valid JSON (")
+    assert str(bad_json.value).startswith(f"{where} {bad_json.value.reason}; not touching it")
+    with pytest.raises(editors.UnreadableFile, match="not valid TOML") as bad_toml:
+        editors.parse_toml("a = \n", where)
+    assert bad_toml.value.reason.startswith("is not valid TOML (")
+    where.write_bytes(b"\xff")
+    with pytest.raises(editors.UnreadableFile) as not_text:
+        editors.read(where)
+    assert not_text.value.reason == "is not UTF-8 text"
