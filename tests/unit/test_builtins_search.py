@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from awf_mcp.builtins import BuiltinTools, Sandbox, grepping
+from awf_mcp.builtins import BuiltinTools, Sandbox, grepping, ripgrep_search
 from awf_mcp.builtins.globbing import glob_files
 from awf_mcp.builtins.grepping import grep
 from awf_mcp.builtins.limits import (
@@ -596,3 +596,33 @@ async def test_glob_breaks_mtime_ties_by_path_past_the_cap(tools: BuiltinTools, 
     lines = await lines_of(tools, "Glob", pattern="same/*")
     assert lines[:-1] == ["same/newest", *[f"same/{name}" for name in names[: GLOB_MAX_RESULTS - 1]]]
     assert lines[-1].startswith(f"[awf-mcp: showing matches 1-1,000 of {len(names) + 1:,}, newest first")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("runs", [1, 2, 3])
+async def test_glob_pages_the_newest_across_directories_and_top_level_files(
+    tools: BuiltinTools, root: Path, runs: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ripgrep lists each group of subdirectories newest first; the groups and the
+    # top-level files are merged, and the pages must be the global order.
+    monkeypatch.setattr(ripgrep_search, "_parallel_runs", lambda: runs)
+    count = GLOB_MAX_RESULTS * 2 + 300
+    expected: list[tuple[int, str]] = []
+    for index in range(count):
+        directory = ("", "a/", "b/", "c/deep/", "d/")[index * 7 % 5]
+        rel = f"{directory}f{index:05d}.txt"
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")
+        mtime = 1_700_000_000 + (index * 7919) % 1000  # many ties, spread over every directory
+        os.utime(path, (mtime, mtime))
+        expected.append((-mtime, rel))
+    (root / "a" / "skip.md").write_text("x")
+    ordered = [rel for _, rel in sorted(expected)]
+    first = await lines_of(tools, "Glob", pattern="**/*.txt")
+    assert first[:-1] == ordered[:GLOB_MAX_RESULTS]
+    assert first[-1].startswith(f"[awf-mcp: showing matches 1-1,000 of {count:,}, newest first")
+    second = await lines_of(tools, "Glob", pattern="**/*.txt", offset=GLOB_MAX_RESULTS)
+    assert second[:-1] == ordered[GLOB_MAX_RESULTS : 2 * GLOB_MAX_RESULTS]
+    last = await lines_of(tools, "Glob", pattern="*/*.txt", offset=0)
+    assert last[:-1] == [rel for rel in ordered if rel.count("/") == 1][:GLOB_MAX_RESULTS]

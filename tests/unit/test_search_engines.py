@@ -205,12 +205,16 @@ async def test_both_engines_answer_the_shared_corpus_alike(
     tools = BuiltinTools(Sandbox([str(corpus_root)]))
     calls = [("Grep", call) for call in GREP_CALLS] + [("Glob", call) for call in GLOB_CALLS]
     answers: dict[str, list[tuple[bool, str]]] = {}
-    for engine in ("python", "ripgrep", "ripgrep in path order"):
-        engines(engine.split()[0])
+    variants = ("ripgrep", "ripgrep, Glob in one run", "ripgrep, Glob in three runs", "ripgrep in path order")
+    for engine in ("python", *variants):
+        engines(engine.split()[0].rstrip(","))
+        # Glob's listing: one rg over the start directory, or its subdirectories dealt into three runs
+        runs = 1 if "one run" in engine else 3
+        monkeypatch.setattr(ripgrep_search, "_parallel_runs", lambda runs=runs: runs)
         if engine == "ripgrep in path order":  # no parallel pass: rg --sort=path, read as it comes
             monkeypatch.setattr(ripgrep_search, "PARALLEL_COLLECT_BYTES", 0)
         answers[engine] = [await answer(tools, name, arguments) for name, arguments in calls]
-    for engine in ("ripgrep", "ripgrep in path order"):
+    for engine in variants:
         differences = [
             (name, arguments, python, rg)
             for (name, arguments), python, rg in zip(calls, answers["python"], answers[engine], strict=True)
