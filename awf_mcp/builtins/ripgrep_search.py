@@ -37,7 +37,7 @@ import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from awf_mcp.builtins.limits import GREP_MAX_LINE_BYTES, GREP_SHOWN_LINE_BYTES
 from awf_mcp.builtins.listing import BoundedLines, cut_line, printable
@@ -465,33 +465,69 @@ class _FileStats:
         self._directories.clear()
 
 
-def _split_start(sandbox: Sandbox, start: str, runs: int) -> tuple[list[list[str]], list[str]] | None:
-    """The start directory's subdirectories dealt into ``runs`` groups, and its regular files.
+_SPLIT_LEVELS = 3
+"""How many levels below the start directory Glob looks for enough directories to deal out."""
 
-    ``None`` when one run over ``.`` is better: a single run wanted, fewer than
-    two subdirectories, or too many to pass as arguments. ``.git`` and symbolic
-    links are left out, as the walk leaves them out.
+_MAX_DEPTH = 200
+"""``--max-depth`` of :data:`~awf_mcp.builtins.ripgrep.WALK_OPTIONS`, counted from the start directory."""
+
+
+class _Split(NamedTuple):
+    """The tree dealt out: ``groups`` of directories ``depth`` levels down, and the files above them."""
+
+    groups: list[list[str]]
+    files: list[str]
+    depth: int
+
+
+def _split_start(sandbox: Sandbox, start: str, runs: int, *, max_depth: int | None) -> _Split | None:
+    """The directories below ``start`` dealt into ``runs`` groups, and the regular files above them.
+
+    Directories are taken one level down (with ``max_depth``), else as many
+    levels down (at most :data:`_SPLIT_LEVELS`) as it takes to find four per
+    run, as long as each level holds more of them, so that one big
+    subdirectory does not leave a run alone with all the work. Paths are
+    relative to ``start``. ``None`` when one run over ``.`` is better: a single
+    run wanted, fewer than two directories, or too many to pass as arguments.
+    ``.git`` and symbolic links are left out, as the walk leaves them out; a
+    directory that cannot be opened is left out, as ``rg``
+    leaves it out.
     """
     if runs < 2:
         return None
-    directories: list[str] = []
-    files: list[str] = []
-    fd = sandbox.open_dir(start)
-    try:
-        with os.scandir(fd) as entries:
-            for entry in entries:
-                if entry.name == ".git" or entry.is_symlink():
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    directories.append(entry.name)
-                elif entry.is_file(follow_symlinks=False):
-                    files.append(entry.name)
-    finally:
-        os.close(fd)
-    if not 2 <= len(directories) <= SPLIT_MAX_DIRECTORIES:
+    level, files, depth = [""], [], 0
+    while level and depth < (1 if max_depth is not None else _SPLIT_LEVELS):
+        below: list[str] = []
+        below_files: list[str] = []
+        for directory in level:
+            try:
+                fd = sandbox.open_dir(os.path.join(start, directory) if directory else start)
+            except ToolError:
+                if not directory:
+                    raise
+                continue
+            try:
+                with os.scandir(fd) as entries:
+                    for entry in entries:
+                        if entry.name == ".git" or entry.is_symlink():
+                            continue
+                        if entry.is_dir(follow_symlinks=False):
+                            below.append(directory + entry.name + "/")
+                        elif entry.is_file(follow_symlinks=False):
+                            below_files.append(directory + entry.name)
+            finally:
+                os.close(fd)
+        if depth and not len(level) < len(below) <= SPLIT_MAX_DIRECTORIES:
+            break  # no more directories to deal out down there: the level above is dealt out
+        level, depth = below, depth + 1
+        files += below_files
+        if len(level) >= 4 * runs:
+            break
+    if not 2 <= len(level) <= SPLIT_MAX_DIRECTORIES:
         return None
-    directories.sort()
-    return [directories[index::runs] for index in range(runs) if directories[index::runs]], files
+    level.sort()
+    groups = [level[index::runs] for index in range(runs) if level[index::runs]]
+    return _Split([[name.rstrip("/") for name in group] for group in groups], files, depth)
 
 
 def newest_files(
@@ -523,18 +559,17 @@ def newest_files(
     arguments += [f"--glob=/{glob}" for glob in globs]
     arguments.append("--glob=!.git")  # again after them: of the globs matching a path, the last decides
     # max_depth 1: only the start directory's own files, one small run
-    split = None if max_depth == 1 else _split_start(sandbox, start, _parallel_runs())
+    split = None if max_depth == 1 else _split_start(sandbox, start, _parallel_runs(), max_depth=max_depth)
     stats = _FileStats(sandbox, start)
     with contextlib.ExitStack() as stack:
         stack.callback(stats.close)
-        listings: list[_Listing] = []
+        listings: list[_Listing | _Found] = []
         if split is None:
             groups = [([] if max_depth is None else [f"--max-depth={max_depth}"], ["."])]
         else:
-            directories, files = split
-            depth = [f"--max-depth={199 if max_depth is None else max_depth - 1}"]
-            groups = [(depth, ["./" + name for name in group]) for group in directories]
-            listings.append(_Listing.of_files(stats, [name for name in files if matches(name)]))
+            depth = [f"--max-depth={(_MAX_DEPTH if max_depth is None else max_depth) - split.depth}"]
+            groups = [(depth, ["./" + name for name in group]) for group in split.groups]
+            listings.append(_Found(stats, [name for name in split.files if matches(name)]))
         runs = [
             stack.enter_context(
                 RipgrepRun(
@@ -577,18 +612,6 @@ class _Listing:
         self._index = 0
         self.counted = 0
 
-    @classmethod
-    def of_files(cls, stats: _FileStats, names: Sequence[str]) -> _Listing:
-        """The files ``names`` directly in the start directory, put newest first here."""
-        found = []
-        for name in names:
-            real = stats.real(b"./" + os.fsencode(name))
-            mtime = None if real is None else stats.mtime(real)
-            if real is not None and mtime is not None:
-                found.append((mtime, os.fsencode(name)))
-        found.sort(key=lambda item: -item[0])
-        return cls(stats, iter([([b"./" + name for _, name in found], {})]))
-
     def __iter__(self) -> Iterator[tuple[float, str]]:
         while True:
             while self._index >= len(self._batch):
@@ -611,3 +634,23 @@ class _Listing:
             rest += len(batch)
         self._batch, self._index = [], 0
         return self.counted + rest
+
+
+class _Found:
+    """Files found while dealing out the tree, as a listing: ``(mtime, real)`` newest first, counted."""
+
+    def __init__(self, stats: _FileStats, names: Sequence[str]) -> None:
+        found = []
+        for name in names:
+            real = stats.real(b"./" + os.fsencode(name))
+            mtime = None if real is None else stats.mtime(real)
+            if real is not None and mtime is not None:
+                found.append((mtime, real))
+        found.sort(key=lambda item: -item[0])
+        self._found = found
+
+    def __iter__(self) -> Iterator[tuple[float, str]]:
+        return iter(self._found)
+
+    def count_all(self) -> int:
+        return len(self._found)

@@ -626,3 +626,32 @@ async def test_glob_pages_the_newest_across_directories_and_top_level_files(
     assert second[:-1] == ordered[GLOB_MAX_RESULTS : 2 * GLOB_MAX_RESULTS]
     last = await lines_of(tools, "Glob", pattern="*/*.txt", offset=0)
     assert last[:-1] == [rel for rel in ordered if rel.count("/") == 1][:GLOB_MAX_RESULTS]
+
+
+@pytest.mark.anyio
+async def test_glob_deals_out_the_directories_below_one_big_subdirectory(
+    tools: BuiltinTools, root: Path, monkeypatch: pytest.MonkeyPatch, engine: str
+) -> None:
+    # One subdirectory holding everything: its own subdirectories are dealt out,
+    # the files above them are listed in Python, and the answer is the same.
+    monkeypatch.setattr(ripgrep_search, "_parallel_runs", lambda: 2)
+    started: list[list[str]] = []
+    real_run = ripgrep_search.RipgrepRun
+
+    def recording_run(binary: str, arguments: list[str], *rest: Any, **options: Any) -> Any:
+        started.append(arguments[arguments.index("--") + 1 :])
+        return real_run(binary, arguments, *rest, **options)
+
+    monkeypatch.setattr(ripgrep_search, "RipgrepRun", recording_run)
+    expected = []
+    names = ["top.txt", "src/mid.txt", "src/a/1.txt", "src/b/2.txt", "src/c/3.txt", "src/c/d/4.txt"]
+    names.append("src/e/5.txt")
+    for index, rel in enumerate(names):
+        make(root, {rel: "x"})
+        os.utime(root / rel, (1_700_000_000 + index, 1_700_000_000 + index))
+        expected.insert(0, rel)
+    (root / "src" / ".git").mkdir()
+    make(root, {"src/.git/HEAD.txt": "x"})
+    assert await lines_of(tools, "Glob", pattern="**/*.txt") == expected
+    if engine == "ripgrep":
+        assert sorted(started) == [["./src/a", "./src/c"], ["./src/b", "./src/e"]]
