@@ -75,6 +75,8 @@ from workloads import READ_LINES, default_cache_dir, grep_tree, make_plugins, re
 SECTIONS = ("startup", "throughput", "concurrency", "memory", "plugins", "exit", "grep", "upstream")
 NODE_PACKAGE = "@modelcontextprotocol/server-filesystem"
 MIB = 1024 * 1024
+OUTPUT_BUDGET = MIB
+"""``--output-budget`` of the awf-mcp runs: whole answers (the largest budget awf-mcp accepts)."""
 
 
 # -- results ------------------------------------------------------------------------------
@@ -187,10 +189,12 @@ class Setup:
         return env
 
     def awf(self, root: Path | None = None, **env: str) -> Variant:
+        # The largest output budget: the bench client is no client awf-mcp knows, whose default
+        # (10,000 bytes) would cut the Read and search answers short of what the floors return.
         return Variant(
             "awf-mcp",
             "awf-mcp serve (console script)",
-            [self.awf_script, "serve", "--root", str(root or self.work)],
+            [self.awf_script, "serve", "--root", str(root or self.work), "--output-budget", str(OUTPUT_BUDGET)],
             self.base_env(**env),
         )
 
