@@ -224,8 +224,8 @@ _CONTENT_BLOCK: TypeAdapter[types.ContentBlock] = TypeAdapter(types.ContentBlock
 
 def content_to_mcp(item: ToolContent) -> types.ContentBlock:
     """The MCP content block for a domain content item, every string made encodable."""
-    if item.type == "text" and not item.extra:
-        return types.TextContent(text=visible_text(item.text))
+    if item.type == "text" and not item.extra:  # ASCII (a flag, no scan) holds no lone surrogate
+        return types.TextContent(text=item.text if item.text.isascii() else visible_text(item.text))
     if item.type == "image" and not item.extra:
         return types.ImageContent(data=visible_text(item.data), mime_type=visible_text(item.mime_type))
     return _CONTENT_BLOCK.validate_python(wire_value(content_to_wire(item)), by_name=False)
