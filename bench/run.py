@@ -40,6 +40,10 @@ Sections:
 * ``upstream``    three real upstream MCP servers direct and behind awf-mcp: start-up, echo
                   calls/s (sequential, 16 in flight), added latency, RSS (``bench/upstreams.py``).
 
+awf-mcp runs with ``--output-budget`` 1 MiB (:data:`OUTPUT_BUDGET`): the bench client is no client
+awf-mcp knows, and the default budget of 10,000 bytes would cut Read and the searches short of
+what the floors return.
+
 Contract: every comparison is between numbers measured in the same run (the machines this
 runs on are noisy), so targets are ratios and print PASS, MISS or SKIP (not measured). The
 client (``bench/client.py``) speaks raw JSON-RPC over pipes and adds no cost of its own. The
