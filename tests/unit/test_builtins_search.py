@@ -599,13 +599,15 @@ async def test_glob_breaks_mtime_ties_by_path_past_the_cap(tools: BuiltinTools, 
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("runs", [1, 2, 3])
+@pytest.mark.parametrize(("runs", "open_directories"), [(1, 256), (2, 256), (3, 2)])
 async def test_glob_pages_the_newest_across_directories_and_top_level_files(
-    tools: BuiltinTools, root: Path, runs: int, monkeypatch: pytest.MonkeyPatch
+    tools: BuiltinTools, root: Path, runs: int, open_directories: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # ripgrep lists each group of subdirectories newest first; the groups and the
-    # top-level files are merged, and the pages must be the global order.
+    # top-level files are merged, and the pages must be the global order (also when
+    # the directories kept open for the checks are fewer than those the files lie in).
     monkeypatch.setattr(ripgrep_search, "_parallel_runs", lambda: runs)
+    monkeypatch.setattr(ripgrep_search._FileStats, "_MAX_OPEN", open_directories)
     count = GLOB_MAX_RESULTS * 2 + 300
     expected: list[tuple[int, str]] = []
     for index in range(count):
