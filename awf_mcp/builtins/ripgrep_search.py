@@ -399,7 +399,10 @@ class _Verifier:
 
 
 SPLIT_MAX_DIRECTORIES = 512
-"""Above this many subdirectories in the start directory, Glob runs one ``rg`` over all of it."""
+"""Above this many subdirectories to deal out, Glob runs one ``rg`` over all of the start directory."""
+
+SPLIT_MAX_ENTRIES = 4096
+"""The most entries of one level Glob lists itself while dealing out a tree (the rest is ``rg``'s to stat)."""
 
 
 def _parallel_runs() -> int:
@@ -488,10 +491,11 @@ def _split_start(sandbox: Sandbox, start: str, runs: int, *, max_depth: int | No
     run, as long as each level holds more of them, so that one big
     subdirectory does not leave a run alone with all the work. Paths are
     relative to ``start``. ``None`` when one run over ``.`` is better: a single
-    run wanted, fewer than two directories, or too many to pass as arguments.
-    ``.git`` and symbolic links are left out, as the walk leaves them out; a
-    directory that cannot be opened is left out, as ``rg``
-    leaves it out.
+    run wanted, fewer than two directories, too many to pass as arguments, or
+    a start directory of more than :data:`SPLIT_MAX_ENTRIES` entries (a level
+    further down that has more is not used). ``.git`` and symbolic links are
+    left out, as the walk leaves them out; a directory that cannot be opened is
+    left out, as ``rg`` leaves it out.
     """
     if runs < 2:
         return None
@@ -500,6 +504,8 @@ def _split_start(sandbox: Sandbox, start: str, runs: int, *, max_depth: int | No
         below: list[str] = []
         below_files: list[str] = []
         for directory in level:
+            if len(below) + len(below_files) > SPLIT_MAX_ENTRIES:
+                break
             try:
                 fd = sandbox.open_dir(os.path.join(start, directory) if directory else start)
             except ToolError:
@@ -515,8 +521,14 @@ def _split_start(sandbox: Sandbox, start: str, runs: int, *, max_depth: int | No
                             below.append(directory + entry.name + "/")
                         elif entry.is_file(follow_symlinks=False):
                             below_files.append(directory + entry.name)
+                        if len(below) + len(below_files) > SPLIT_MAX_ENTRIES:
+                            break
             finally:
                 os.close(fd)
+        if len(below) + len(below_files) > SPLIT_MAX_ENTRIES:
+            if not depth:
+                return None  # a big flat directory: rg stats it faster than Python would
+            break
         if depth and not len(level) < len(below) <= SPLIT_MAX_DIRECTORIES:
             break  # no more directories to deal out down there: the level above is dealt out
         level, depth = below, depth + 1

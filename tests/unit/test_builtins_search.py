@@ -657,3 +657,34 @@ async def test_glob_deals_out_the_directories_below_one_big_subdirectory(
     assert await lines_of(tools, "Glob", pattern="**/*.txt") == expected
     if engine == "ripgrep":
         assert sorted(started) == [["./src/a", "./src/c"], ["./src/b", "./src/e"]]
+
+
+@pytest.mark.anyio
+async def test_glob_leaves_a_big_flat_directory_to_one_ripgrep_run(
+    tools: BuiltinTools, root: Path, monkeypatch: pytest.MonkeyPatch, engine: str
+) -> None:
+    # Listing (and stating) thousands of files in Python costs more than rg does: past
+    # SPLIT_MAX_ENTRIES entries in the start directory, one rg lists it all; a level further
+    # down that is that big is not dealt out (the level above is).
+    monkeypatch.setattr(ripgrep_search, "_parallel_runs", lambda: 2)
+    monkeypatch.setattr(ripgrep_search, "SPLIT_MAX_ENTRIES", 6)
+    started: list[list[str]] = []
+    real_run = ripgrep_search.RipgrepRun
+
+    def recording_run(binary: str, arguments: list[str], *rest: Any, **options: Any) -> Any:
+        started.append(arguments[arguments.index("--") + 1 :])
+        return real_run(binary, arguments, *rest, **options)
+
+    monkeypatch.setattr(ripgrep_search, "RipgrepRun", recording_run)
+    deep = [f"a/d{index}/f.txt" for index in range(7)]
+    make(root, dict.fromkeys([*deep, "b/one.txt", "c/two.txt"], "x"))
+    listed = await lines_of(tools, "Glob", pattern="**/*.txt")
+    assert sorted(listed) == sorted([*deep, "b/one.txt", "c/two.txt"])
+    if engine == "ripgrep":  # the level below a, b and c holds 9 entries: a, b and c are dealt out
+        assert sorted(started) == [["./a", "./c"], ["./b"]]
+    make(root, {f"flat{index}.txt": "x" for index in range(6)})
+    started.clear()
+    listed = await lines_of(tools, "Glob", pattern="**/*.txt")
+    assert len(listed) == 15
+    if engine == "ripgrep":  # the start directory holds 9 entries: one run lists it all
+        assert started == [["."]]
