@@ -85,25 +85,70 @@ def awf_mcp_register_tools(plugin):
 '''
 
 
+MEMORY_PLUGIN = '''"""Benchmark plugin: the Read benchmark's text from memory, on the loop or in a thread."""
+
+from awf_mcp import hookimpl, tool
+
+with open({path!r}, encoding="utf-8") as source:
+    TEXT = source.read()
+
+
+@tool(read_only=True)
+async def on_loop(path: str = "") -> str:
+    """The text, from memory, on the event loop."""
+    return TEXT
+
+
+@tool(read_only=True)
+def in_thread(path: str = "") -> str:
+    """A fresh copy of the text, made in a worker thread (as a file tool makes its text)."""
+    return TEXT.encode().decode()
+
+
+@hookimpl
+def awf_mcp_register_tools(plugin):
+    plugin.register(on_loop)
+    plugin.register(in_thread)
+'''
+
+
+def make_memory_plugin(target: Path, text_file: Path) -> Path:
+    """The ``memory`` plugin (``memory_on_loop``, ``memory_in_thread``) in ``target``, as pip lays it out."""
+    target.mkdir(parents=True, exist_ok=True)
+    source = MEMORY_PLUGIN.format(path=str(text_file))
+    _write_plugin(target, "awf_bench_memory", "awf-bench-memory", "memory", source)
+    compileall.compile_dir(str(target), quiet=1, legacy=False)
+    return target
+
+
+def _write_plugin(target: Path, module: str, dist: str, entry: str, source: str) -> None:
+    """One plugin distribution ``dist`` (module ``module``, entry point ``entry``) in ``target``."""
+    version = "1.0.0"
+    (target / f"{module}.py").write_text(source, encoding="utf-8")
+    info = target / f"{dist.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n", encoding="utf-8"
+    )
+    (info / "entry_points.txt").write_text(f"[awf_mcp]\n{entry} = {module}\n", encoding="utf-8")
+    (info / "RECORD").write_text(
+        f"{module}.py,,\n{info.name}/METADATA,,\n{info.name}/entry_points.txt,,\n{info.name}/RECORD,,\n",
+        encoding="utf-8",
+    )
+    (info / "INSTALLER").write_text("pip\n", encoding="utf-8")
+
+
 def make_plugins(target: Path, count: int) -> Path:
     """``count`` tiny plugin distributions in ``target``, laid out as ``pip install --target`` would."""
     target.mkdir(parents=True, exist_ok=True)
     for index in range(count):
-        module = f"awf_bench_plugin_{index:03d}"
-        dist = f"awf-bench-plugin-{index:03d}"
-        version = "1.0.0"
-        (target / f"{module}.py").write_text(TRIVIAL_PLUGIN.format(index=index), encoding="utf-8")
-        info = target / f"{dist.replace('-', '_')}-{version}.dist-info"
-        info.mkdir(exist_ok=True)
-        (info / "METADATA").write_text(
-            f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n", encoding="utf-8"
+        _write_plugin(
+            target,
+            f"awf_bench_plugin_{index:03d}",
+            f"awf-bench-plugin-{index:03d}",
+            f"bench{index:03d}",
+            TRIVIAL_PLUGIN.format(index=index),
         )
-        (info / "entry_points.txt").write_text(f"[awf_mcp]\nbench{index:03d} = {module}\n", encoding="utf-8")
-        (info / "RECORD").write_text(
-            f"{module}.py,,\n{info.name}/METADATA,,\n{info.name}/entry_points.txt,,\n{info.name}/RECORD,,\n",
-            encoding="utf-8",
-        )
-        (info / "INSTALLER").write_text("pip\n", encoding="utf-8")
     # pip byte-compiles what it installs; do the same so start-up is not charged for compiling.
     compileall.compile_dir(str(target), quiet=1, legacy=False)
     return target

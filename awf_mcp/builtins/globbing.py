@@ -74,13 +74,6 @@ def _split(sandbox: Sandbox, alternative: str, base: str) -> tuple[str, list[str
     return start, rest
 
 
-def _mtime(real: str) -> float:
-    try:
-        return os.stat(real, follow_symlinks=False).st_mtime
-    except OSError:
-        return 0.0
-
-
 def _escape_glob(path: str) -> str:
     """``path`` with its glob metacharacters made literal (``\\`` escapes them)."""
     return "".join("\\" + char if char in "*?[]\\" else char for char in path)
@@ -158,11 +151,18 @@ def glob_files(
         binary = None if dirs_only else ripgrep_binary()
         if binary is not None:
             chosen, total = newest_files(
-                binary, sandbox, start, rests, keep=keep, max_depth=depth, cancelled=cancelled
+                binary,
+                sandbox,
+                start,
+                rests,
+                keep=keep,
+                max_depth=depth,
+                matches=matcher.matches,
+                cancelled=cancelled,
             )
-            for rel, real in chosen:
+            for rel, real, mtime in chosen:
                 if matcher.matches(rel):
-                    newest.add(_mtime(real), printable(sandbox.display(real)))
+                    newest.add(mtime, printable(sandbox.display(real)))
             newest.matched += max(total - len(chosen), 0)
             continue
         for entry in walk(sandbox, start, max_depth=depth, cancelled=cancelled):

@@ -229,9 +229,20 @@ class RipgrepRun:
 
         Raises :class:`~awf_mcp.builtins.walk.Cancelled` once the call is cancelled.
         """
+        for batch, cut in self.batches(separator):
+            if cut:
+                yield from ((record, cut.get(index, 0)) for index, record in enumerate(batch))
+            else:
+                yield from ((record, 0) for record in batch)
+
+    def batches(self, separator: bytes = b"\n") -> Iterator[tuple[list[bytes], dict[int, int]]]:
+        """The records of :meth:`records` as a list per read of the pipe (fewer steps in Python).
+
+        The dictionary maps the index of each record that was cut to the bytes cut off.
+        """
         assert self.process.stdout is not None
         fd = self.process.stdout.fileno()
-        pending = bytearray()
+        pending = b""
         dropped = 0
         while True:
             if self._cancelled.is_set():
@@ -242,25 +253,24 @@ class RipgrepRun:
             chunk = os.read(fd, _READ_CHUNK)
             if not chunk:
                 break
-            start = 0
-            while True:
-                end = chunk.find(separator, start)
-                if end < 0:
-                    room = MAX_RECORD_BYTES - len(pending)
-                    rest = len(chunk) - start
-                    pending += chunk[start : start + max(room, 0)]
-                    dropped += max(rest - max(room, 0), 0)
-                    break
-                room = MAX_RECORD_BYTES - len(pending)
-                piece = end - start
-                pending += chunk[start : start + max(min(piece, room), 0)]
-                dropped += max(piece - max(room, 0), 0)
-                yield bytes(pending), dropped
-                pending.clear()
-                dropped = 0
-                start = end + 1
-        if pending:
-            yield bytes(pending), dropped
+            batch = chunk.split(separator)
+            tail = batch.pop()
+            cut: dict[int, int] = {}
+            if batch and (pending or dropped):
+                batch[0], dropped = _capped(pending, dropped, batch[0])
+                if dropped:
+                    cut[0] = dropped
+                pending, dropped = b"", 0
+            if len(chunk) > MAX_RECORD_BYTES:  # only then can one record of it be too long
+                for index, record in enumerate(batch):
+                    if len(record) > MAX_RECORD_BYTES:
+                        batch[index] = record[:MAX_RECORD_BYTES]
+                        cut[index] = cut.get(index, 0) + len(record) - MAX_RECORD_BYTES
+            pending, dropped = _capped(pending, dropped, tail)
+            if batch:
+                yield batch, cut
+        if pending or dropped:
+            yield [pending], ({0: dropped} if dropped else {})
         self.returncode = self.process.wait()
 
     def errors(self) -> str:
@@ -279,6 +289,16 @@ class RipgrepRun:
         if self.process.stdout is not None:
             self.process.stdout.close()
         self._stderr.close()
+
+
+def _capped(kept: bytes, dropped: int, more: bytes) -> tuple[bytes, int]:
+    """``kept + more`` cut to :data:`MAX_RECORD_BYTES`, and the bytes cut off so far."""
+    room = max(MAX_RECORD_BYTES - len(kept), 0)
+    if not room:
+        return kept, dropped + len(more)
+    if len(more) > room:
+        return kept + more[:room], dropped + len(more) - room
+    return kept + more, dropped
 
 
 class RipgrepFailed(ToolError):

@@ -30,13 +30,14 @@ Contract
 from __future__ import annotations
 
 import contextlib
+import heapq
 import os
 import re
 import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from awf_mcp.builtins.limits import GREP_MAX_LINE_BYTES, GREP_SHOWN_LINE_BYTES
 from awf_mcp.builtins.listing import BoundedLines, cut_line, printable
@@ -132,6 +133,14 @@ def usable_for_tree(sandbox: Sandbox, target: str, *, gitignore: bool) -> tuple[
     return None if rules is None else (binary, rules)
 
 
+def _listed_path(prefix: str, raw: bytes) -> str | None:
+    """The real path of ``./rel`` as ``rg`` printed it below ``prefix``, when it stays below it."""
+    relative = os.fsdecode(raw)
+    if not relative.startswith("./") or "/../" in relative or "/./" in relative[1:]:
+        return None
+    return prefix + relative[2:]
+
+
 class _PathCheck:
     """Validates (and renders) the paths ``rg`` prints (``./rel``), caching the verdict per directory."""
 
@@ -141,10 +150,9 @@ class _PathCheck:
         self._directories: dict[str, bool] = {}
 
     def real(self, raw: bytes) -> str | None:
-        relative = os.fsdecode(raw)
-        if not relative.startswith("./") or "/../" in relative or "/./" in relative[1:]:
+        real = _listed_path(self._prefix, raw)
+        if real is None:
             return None
-        real = self._prefix + relative[2:]
         directory = os.path.dirname(real)
         verdict = self._directories.get(directory)
         if verdict is None:
@@ -390,6 +398,150 @@ class _Verifier:
             self._stream = None
 
 
+SPLIT_MAX_DIRECTORIES = 512
+"""Above this many subdirectories to deal out, Glob runs one ``rg`` over all of the start directory."""
+
+SPLIT_MAX_ENTRIES = 4096
+"""The most entries of one level Glob lists itself while dealing out a tree (the rest is ``rg``'s to stat)."""
+
+
+def _parallel_runs() -> int:
+    """How many ``rg --sortr=modified`` runs Glob starts at once: one per usable CPU, at most 4."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, 4))
+
+
+class _FileStats:
+    """``lstat`` of files below a start directory, through directories opened by the sandbox.
+
+    Each directory is opened once from its root with ``O_NOFOLLOW`` at every
+    component (:meth:`~awf_mcp.builtins.sandbox.Sandbox.open_dir`) and the file
+    is looked up in it without following a link, so a path ``rg`` printed can
+    neither lead outside the roots nor name anything but a regular file. The
+    verdicts are the ones :class:`_PathCheck` gives, plus the file's own check.
+    """
+
+    _MAX_OPEN = 256
+
+    def __init__(self, sandbox: Sandbox, start: str) -> None:
+        self._sandbox = sandbox
+        self._prefix = start.rstrip("/") + "/"
+        self._directories: dict[str, int | None] = {}
+        self._denied = current_call().path_denied
+
+    def real(self, raw: bytes) -> str | None:
+        """The real path of ``./rel`` as ``rg`` printed it, or ``None`` when it is not acceptable."""
+        real = _listed_path(self._prefix, raw)
+        return None if real is None or self._denied(real) is not None else real
+
+    def mtime(self, real: str) -> float | None:
+        """The modification time of regular file ``real``, or ``None`` (not a regular file inside)."""
+        directory, name = os.path.split(real)
+        if directory not in self._directories:
+            if len(self._directories) >= self._MAX_OPEN:  # the oldest goes
+                oldest = self._directories.pop(next(iter(self._directories)))
+                if oldest is not None:
+                    os.close(oldest)
+            try:
+                self._directories[directory] = self._sandbox.open_dir(directory)
+            except ToolError:
+                self._directories[directory] = None
+        fd = self._directories[directory]
+        if fd is None:
+            return None
+        try:
+            info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except OSError:
+            return None
+        return info.st_mtime if stat.S_ISREG(info.st_mode) else None
+
+    def relative(self, real: str) -> str:
+        return real[len(self._prefix) :]
+
+    def close(self) -> None:
+        for fd in self._directories.values():
+            if fd is not None:
+                os.close(fd)
+        self._directories.clear()
+
+
+_SPLIT_LEVELS = 3
+"""How many levels below the start directory Glob looks for enough directories to deal out."""
+
+_MAX_DEPTH = 200
+"""``--max-depth`` of :data:`~awf_mcp.builtins.ripgrep.WALK_OPTIONS`, counted from the start directory."""
+
+
+class _Split(NamedTuple):
+    """The tree dealt out: ``groups`` of directories ``depth`` levels down, and the files above them."""
+
+    groups: list[list[str]]
+    files: list[str]
+    depth: int
+
+
+def _split_start(sandbox: Sandbox, start: str, runs: int, *, max_depth: int | None) -> _Split | None:
+    """The directories below ``start`` dealt into ``runs`` groups, and the regular files above them.
+
+    Directories are taken one level down (with ``max_depth``), else as many
+    levels down (at most :data:`_SPLIT_LEVELS`) as it takes to find four per
+    run, as long as each level holds more of them, so that one big
+    subdirectory does not leave a run alone with all the work. Paths are
+    relative to ``start``. ``None`` when one run over ``.`` is better: a single
+    run wanted, fewer than two directories, too many to pass as arguments, or
+    a start directory of more than :data:`SPLIT_MAX_ENTRIES` entries (a level
+    further down that has more is not used). ``.git`` and symbolic links are
+    left out, as the walk leaves them out; a directory that cannot be opened is
+    left out, as ``rg`` leaves it out.
+    """
+    if runs < 2:
+        return None
+    level, files, depth = [""], [], 0
+    while level and depth < (1 if max_depth is not None else _SPLIT_LEVELS):
+        below: list[str] = []
+        below_files: list[str] = []
+        for directory in level:
+            if len(below) + len(below_files) > SPLIT_MAX_ENTRIES:
+                break
+            try:
+                fd = sandbox.open_dir(os.path.join(start, directory) if directory else start)
+            except ToolError:
+                if not directory:
+                    raise
+                continue
+            try:
+                with os.scandir(fd) as entries:
+                    for entry in entries:
+                        if entry.name == ".git" or entry.is_symlink():
+                            continue
+                        if entry.is_dir(follow_symlinks=False):
+                            below.append(directory + entry.name + "/")
+                        elif entry.is_file(follow_symlinks=False):
+                            below_files.append(directory + entry.name)
+                        if len(below) + len(below_files) > SPLIT_MAX_ENTRIES:
+                            break
+            finally:
+                os.close(fd)
+        if len(below) + len(below_files) > SPLIT_MAX_ENTRIES:
+            if not depth:
+                return None  # a big flat directory: rg stats it faster than Python would
+            break
+        if depth and not len(level) < len(below) <= SPLIT_MAX_DIRECTORIES:
+            break  # no more directories to deal out down there: the level above is dealt out
+        level, depth = below, depth + 1
+        files += below_files
+        if len(level) >= 4 * runs:
+            break
+    if not 2 <= len(level) <= SPLIT_MAX_DIRECTORIES:
+        return None
+    level.sort()
+    groups = [level[index::runs] for index in range(runs) if level[index::runs]]
+    return _Split([[name.rstrip("/") for name in group] for group in groups], files, depth)
+
+
 def newest_files(
     binary: str,
     sandbox: Sandbox,
@@ -398,65 +550,119 @@ def newest_files(
     *,
     keep: int,
     max_depth: int | None,
+    matches: Callable[[str], bool],
     cancelled: threading.Event,
-) -> tuple[list[tuple[str, str]], int]:
+) -> tuple[list[tuple[str, str, float]], int]:
     """The newest files below ``start`` matching ``globs``, and how many match in all.
 
-    ``globs`` are relative to ``start`` and anchored there. ``rg`` lists the
-    matching files newest first (``--sortr=modified``); the first ``keep`` of
-    them, plus every later one as new as the last of those (ties are broken by
-    path by the caller), come back as ``(relative, real)``; the rest are only
-    counted, so the cost in Python does not grow with the number of matches.
+    ``globs`` are relative to ``start`` and anchored there; ``matches`` is the
+    same test in Python, for the files directly in ``start`` when the listing is
+    split. ``rg`` lists the matching files newest first (``--sortr=modified``,
+    which stats every file in one thread): the start directory's
+    subdirectories are dealt into one group per CPU and each group gets its own
+    ``rg``, so the stats run in parallel. The listings are merged lazily: the
+    first ``keep``, plus every later one as new as the last of those (ties are
+    broken by path by the caller), come back as ``(relative, real, mtime)``,
+    validated and stated through the sandbox (:class:`_FileStats`); the rest
+    are only counted, so the cost in Python does not grow with the number of
+    matches.
     """
     arguments = [*WALK_OPTIONS, "--files", "--null", "--no-ignore", "--sortr=modified"]
     arguments += [f"--glob=/{glob}" for glob in globs]
     arguments.append("--glob=!.git")  # again after them: of the globs matching a path, the last decides
-    if max_depth is not None:
-        arguments.append(f"--max-depth={max_depth}")
-    arguments += ["--", "."]
-    check = _PathCheck(sandbox, start)
-    chosen: list[tuple[int, str]] = []  # (mtime in ns, real path); ties past ``keep`` trimmed by path
-    total = 0
-    boundary: int | None = None
-    with RipgrepRun(binary, arguments, cancelled, cwd=_open_start(sandbox, start)) as run:
-        for record, dropped in run.records(b"\0"):
-            total += 1
-            if total > keep and boundary is None:
-                continue  # past the newest and their ties: only counted
-            real = None if dropped else check.real(record)
-            if real is None:
-                total -= 1
-                continue
-            mtime = _mtime_ns(real)
-            if len(chosen) >= keep and mtime != boundary:
-                boundary = None
-                continue
-            chosen.append((mtime, real))
-            if len(chosen) == keep:
+    # max_depth 1: only the start directory's own files, one small run
+    split = None if max_depth == 1 else _split_start(sandbox, start, _parallel_runs(), max_depth=max_depth)
+    stats = _FileStats(sandbox, start)
+    with contextlib.ExitStack() as stack:
+        stack.callback(stats.close)
+        listings: list[_Listing | _Found] = []
+        if split is None:
+            groups = [([] if max_depth is None else [f"--max-depth={max_depth}"], ["."])]
+        else:
+            depth = [f"--max-depth={(_MAX_DEPTH if max_depth is None else max_depth) - split.depth}"]
+            groups = [(depth, ["./" + name for name in group]) for group in split.groups]
+            listings.append(_Found(stats, [name for name in split.files if matches(name)]))
+        runs = [
+            stack.enter_context(
+                RipgrepRun(
+                    binary, [*arguments, *extra, "--", *paths], cancelled, cwd=_open_start(sandbox, start)
+                )
+            )
+            for extra, paths in groups
+        ]
+        listings += [_Listing(stats, run.batches(b"\0")) for run in runs]
+        taken: list[tuple[float, str]] = []
+        boundary: float | None = None
+        for mtime, real in heapq.merge(*listings, key=lambda item: -item[0]):
+            if len(taken) >= keep and mtime != boundary:
+                break
+            taken.append((mtime, real))
+            if len(taken) == keep:
                 boundary = mtime
-            elif len(chosen) >= 2 * keep:
-                chosen.sort(key=lambda item: (-item[0], item[1]))
-                del chosen[keep:]
-        if run.returncode == 2 and run.errors():
-            raise failed(run)
-    kept = [(check.relative(real), real) for _, real in chosen if _opens_inside(sandbox, real)]
-    return kept, total - (len(chosen) - len(kept))
+            elif len(taken) >= 2 * keep:  # many ties: keep the first by path
+                taken.sort(key=lambda item: (-item[0], item[1]))
+                del taken[keep:]
+        total = sum(listing.count_all() for listing in listings)
+        for run in runs:
+            if run.returncode == 2 and run.errors():
+                raise failed(run)
+    return [(stats.relative(real), real, mtime) for mtime, real in taken], total
 
 
-def _opens_inside(sandbox: Sandbox, real: str) -> bool:
-    """True when ``real`` opens through the sandbox (``O_NOFOLLOW`` from its root) as a regular file."""
-    try:
-        fd = sandbox.open_file(real)
-    except OSError:
-        return False
-    try:
-        return stat.S_ISREG(os.fstat(fd).st_mode)
-    finally:
-        os.close(fd)
+class _Listing:
+    """One newest-first listing as ``(mtime, real)`` of the acceptable files, counting them.
+
+    Files are validated and stated only as they are taken; :meth:`count_all`
+    counts the ones never taken without a step in Python per file.
+    """
+
+    def __init__(self, stats: _FileStats, batches: Iterator[tuple[list[bytes], dict[int, int]]]) -> None:
+        self._stats = stats
+        self._batches = batches
+        self._batch: list[bytes] = []
+        self._cut: dict[int, int] = {}
+        self._index = 0
+        self.counted = 0
+
+    def __iter__(self) -> Iterator[tuple[float, str]]:
+        while True:
+            while self._index >= len(self._batch):
+                batch = next(self._batches, None)
+                if batch is None:
+                    return
+                (self._batch, self._cut), self._index = batch, 0
+            index = self._index
+            self._index += 1
+            real = None if index in self._cut else self._stats.real(self._batch[index])
+            mtime = None if real is None else self._stats.mtime(real)
+            if real is not None and mtime is not None:
+                self.counted += 1
+                yield mtime, real
+
+    def count_all(self) -> int:
+        """The files taken plus every one not reached (counted, not checked)."""
+        rest = len(self._batch) - self._index
+        for batch, _ in self._batches:
+            rest += len(batch)
+        self._batch, self._index = [], 0
+        return self.counted + rest
 
 
-def _mtime_ns(real: str) -> int:
-    try:
-        return os.stat(real, follow_symlinks=False).st_mtime_ns
-    except OSError:
-        return 0
+class _Found:
+    """Files found while dealing out the tree, as a listing: ``(mtime, real)`` newest first, counted."""
+
+    def __init__(self, stats: _FileStats, names: Sequence[str]) -> None:
+        found = []
+        for name in names:
+            real = stats.real(b"./" + os.fsencode(name))
+            mtime = None if real is None else stats.mtime(real)
+            if real is not None and mtime is not None:
+                found.append((mtime, real))
+        found.sort(key=lambda item: -item[0])
+        self._found = found
+
+    def __iter__(self) -> Iterator[tuple[float, str]]:
+        return iter(self._found)
+
+    def count_all(self) -> int:
+        return len(self._found)

@@ -155,6 +155,23 @@ def result_size(result: ToolResult, limit: int = RESULT_BYTE_LIMIT) -> int:
     return total
 
 
+def surely_within(result: ToolResult, limit: int = RESULT_BYTE_LIMIT) -> bool:
+    """True when ``result`` cannot encode past ``limit``, told without encoding anything.
+
+    A JSON string takes at most 6 bytes a character (``\\uXXXX``), so plain text
+    and image items whose characters, times six, fit are within it; anything
+    else (structured content, other items) is left to :func:`result_size`.
+    """
+    if result.structured_content is not None:
+        return False
+    total = 64
+    for item in result.content:
+        if item.type not in ("text", "image") or item.extra:
+            return False
+        total += 64 + 6 * (len(item.text) + len(item.data) + len(item.mime_type))
+    return total <= limit
+
+
 def tool_to_mcp(definition: ToolDefinition) -> types.Tool:
     """The MCP ``Tool`` for a domain definition."""
     schema = wire_value(dict(definition.input_schema)) or {"type": "object"}
@@ -207,8 +224,8 @@ _CONTENT_BLOCK: TypeAdapter[types.ContentBlock] = TypeAdapter(types.ContentBlock
 
 def content_to_mcp(item: ToolContent) -> types.ContentBlock:
     """The MCP content block for a domain content item, every string made encodable."""
-    if item.type == "text" and not item.extra:
-        return types.TextContent(text=visible_text(item.text))
+    if item.type == "text" and not item.extra:  # ASCII (a flag, no scan) holds no lone surrogate
+        return types.TextContent(text=item.text if item.text.isascii() else visible_text(item.text))
     if item.type == "image" and not item.extra:
         return types.ImageContent(data=visible_text(item.data), mime_type=visible_text(item.mime_type))
     return _CONTENT_BLOCK.validate_python(wire_value(content_to_wire(item)), by_name=False)
@@ -220,7 +237,8 @@ def result_to_mcp(result: ToolResult, tool_name: str = "the tool") -> types.Call
     A result over the limit becomes an ``isError`` result that says so.
     """
     try:
-        result_size(result)
+        if not surely_within(result):
+            result_size(result)
     except ResultTooLarge as exc:
         result = ToolResult.error(too_large_message(f"the result of {tool_name}", exc.size))
     except (RecursionError, TypeError, ValueError) as exc:

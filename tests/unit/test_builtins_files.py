@@ -519,3 +519,39 @@ async def test_writes_drop_file_capabilities(tools: BuiltinTools, root: Path) ->
     os.setxattr(target, "security.capability", capability)
     await text_of(tools, "Write", path="tool", content="#!/bin/sh\necho new\n")
     assert "security.capability" not in os.listxattr(target)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("long_at", [0, 1, 2, 999])
+async def test_read_cuts_exactly_the_lines_past_the_show_limit(
+    tools: BuiltinTools, root: Path, long_at: int
+) -> None:
+    # Lines of LINE_SHOW_CHARS bytes are shown whole; one byte more and the line is cut,
+    # wherever it lies among the short ones (the scan jumps from line start to line start).
+    lines = ["s" * (index % 70) if index % 3 else "e" * LINE_SHOW_CHARS for index in range(1000)]
+    lines[long_at] = "L" * (LINE_SHOW_CHARS + 1)
+    (root / "mixed.txt").write_text("\n".join(lines) + "\n")
+    text = await call_with_budget(tools, "Read", MAX_BUDGET, path="mixed.txt", limit=2000)
+    shown = text.split("\n")
+    assert shown[long_at].startswith("L" * LINE_SHOW_CHARS + " [awf-mcp: line")
+    assert [line for index, line in enumerate(shown[:1000]) if index != long_at] == [
+        line for index, line in enumerate(lines) if index != long_at
+    ]
+    exact = "\n".join("e" * LINE_SHOW_CHARS for _ in range(50))
+    (root / "exact.txt").write_text(exact)
+    assert await call_with_budget(tools, "Read", MAX_BUDGET, path="exact.txt") == exact
+
+
+def test_the_long_line_scan_agrees_with_its_definition() -> None:
+    import random
+    import re
+
+    from awf_mcp.builtins.reading import _has_long_line
+
+    longer = re.compile(rb"[^\n]{%d}" % (LINE_SHOW_CHARS + 1))
+    sizes = [0, 1, LINE_SHOW_CHARS - 1, LINE_SHOW_CHARS, LINE_SHOW_CHARS + 1, 3 * LINE_SHOW_CHARS]
+    chooser = random.Random(14)
+    for _ in range(2000):
+        parts = [b"x" * chooser.choice(sizes) for _ in range(chooser.randint(0, 6))]
+        window = b"\n".join(parts) + chooser.choice([b"", b"\n", b"\r\n"])
+        assert _has_long_line(window) == (longer.search(window) is not None), [len(p) for p in parts]

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from awf_mcp.builtins import BuiltinTools, Sandbox, grepping
+from awf_mcp.builtins import BuiltinTools, Sandbox, grepping, ripgrep_search
 from awf_mcp.builtins.globbing import glob_files
 from awf_mcp.builtins.grepping import grep
 from awf_mcp.builtins.limits import (
@@ -596,3 +596,95 @@ async def test_glob_breaks_mtime_ties_by_path_past_the_cap(tools: BuiltinTools, 
     lines = await lines_of(tools, "Glob", pattern="same/*")
     assert lines[:-1] == ["same/newest", *[f"same/{name}" for name in names[: GLOB_MAX_RESULTS - 1]]]
     assert lines[-1].startswith(f"[awf-mcp: showing matches 1-1,000 of {len(names) + 1:,}, newest first")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("runs", "open_directories"), [(1, 256), (2, 256), (3, 2)])
+async def test_glob_pages_the_newest_across_directories_and_top_level_files(
+    tools: BuiltinTools, root: Path, runs: int, open_directories: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ripgrep lists each group of subdirectories newest first; the groups and the
+    # top-level files are merged, and the pages must be the global order (also when
+    # the directories kept open for the checks are fewer than those the files lie in).
+    monkeypatch.setattr(ripgrep_search, "_parallel_runs", lambda: runs)
+    monkeypatch.setattr(ripgrep_search._FileStats, "_MAX_OPEN", open_directories)
+    count = GLOB_MAX_RESULTS * 2 + 300
+    expected: list[tuple[int, str]] = []
+    for index in range(count):
+        directory = ("", "a/", "b/", "c/deep/", "d/")[index * 7 % 5]
+        rel = f"{directory}f{index:05d}.txt"
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")
+        mtime = 1_700_000_000 + (index * 7919) % 1000  # many ties, spread over every directory
+        os.utime(path, (mtime, mtime))
+        expected.append((-mtime, rel))
+    (root / "a" / "skip.md").write_text("x")
+    ordered = [rel for _, rel in sorted(expected)]
+    first = await lines_of(tools, "Glob", pattern="**/*.txt")
+    assert first[:-1] == ordered[:GLOB_MAX_RESULTS]
+    assert first[-1].startswith(f"[awf-mcp: showing matches 1-1,000 of {count:,}, newest first")
+    second = await lines_of(tools, "Glob", pattern="**/*.txt", offset=GLOB_MAX_RESULTS)
+    assert second[:-1] == ordered[GLOB_MAX_RESULTS : 2 * GLOB_MAX_RESULTS]
+    last = await lines_of(tools, "Glob", pattern="*/*.txt", offset=0)
+    assert last[:-1] == [rel for rel in ordered if rel.count("/") == 1][:GLOB_MAX_RESULTS]
+
+
+@pytest.mark.anyio
+async def test_glob_deals_out_the_directories_below_one_big_subdirectory(
+    tools: BuiltinTools, root: Path, monkeypatch: pytest.MonkeyPatch, engine: str
+) -> None:
+    # One subdirectory holding everything: its own subdirectories are dealt out,
+    # the files above them are listed in Python, and the answer is the same.
+    monkeypatch.setattr(ripgrep_search, "_parallel_runs", lambda: 2)
+    started: list[list[str]] = []
+    real_run = ripgrep_search.RipgrepRun
+
+    def recording_run(binary: str, arguments: list[str], *rest: Any, **options: Any) -> Any:
+        started.append(arguments[arguments.index("--") + 1 :])
+        return real_run(binary, arguments, *rest, **options)
+
+    monkeypatch.setattr(ripgrep_search, "RipgrepRun", recording_run)
+    expected = []
+    names = ["top.txt", "src/mid.txt", "src/a/1.txt", "src/b/2.txt", "src/c/3.txt", "src/c/d/4.txt"]
+    names.append("src/e/5.txt")
+    for index, rel in enumerate(names):
+        make(root, {rel: "x"})
+        os.utime(root / rel, (1_700_000_000 + index, 1_700_000_000 + index))
+        expected.insert(0, rel)
+    (root / "src" / ".git").mkdir()
+    make(root, {"src/.git/HEAD.txt": "x"})
+    assert await lines_of(tools, "Glob", pattern="**/*.txt") == expected
+    if engine == "ripgrep":
+        assert sorted(started) == [["./src/a", "./src/c"], ["./src/b", "./src/e"]]
+
+
+@pytest.mark.anyio
+async def test_glob_leaves_a_big_flat_directory_to_one_ripgrep_run(
+    tools: BuiltinTools, root: Path, monkeypatch: pytest.MonkeyPatch, engine: str
+) -> None:
+    # Listing (and stating) thousands of files in Python costs more than rg does: past
+    # SPLIT_MAX_ENTRIES entries in the start directory, one rg lists it all; a level further
+    # down that is that big is not dealt out (the level above is).
+    monkeypatch.setattr(ripgrep_search, "_parallel_runs", lambda: 2)
+    monkeypatch.setattr(ripgrep_search, "SPLIT_MAX_ENTRIES", 6)
+    started: list[list[str]] = []
+    real_run = ripgrep_search.RipgrepRun
+
+    def recording_run(binary: str, arguments: list[str], *rest: Any, **options: Any) -> Any:
+        started.append(arguments[arguments.index("--") + 1 :])
+        return real_run(binary, arguments, *rest, **options)
+
+    monkeypatch.setattr(ripgrep_search, "RipgrepRun", recording_run)
+    deep = [f"a/d{index}/f.txt" for index in range(7)]
+    make(root, dict.fromkeys([*deep, "b/one.txt", "c/two.txt"], "x"))
+    listed = await lines_of(tools, "Glob", pattern="**/*.txt")
+    assert sorted(listed) == sorted([*deep, "b/one.txt", "c/two.txt"])
+    if engine == "ripgrep":  # the level below a, b and c holds 9 entries: a, b and c are dealt out
+        assert sorted(started) == [["./a", "./c"], ["./b"]]
+    make(root, {f"flat{index}.txt": "x" for index in range(6)})
+    started.clear()
+    listed = await lines_of(tools, "Glob", pattern="**/*.txt")
+    assert len(listed) == 15
+    if engine == "ripgrep":  # the start directory holds 9 entries: one run lists it all
+        assert started == [["."]]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +25,7 @@ from typing import Any
 import pytest
 
 from awf_mcp.builtins import BuiltinTools, Sandbox, ripgrep_search
-from awf_mcp.builtins.ripgrep import ENGINE_VARIABLE, ripgrep_binary, rust_regex
+from awf_mcp.builtins.ripgrep import ENGINE_VARIABLE, MAX_RECORD_BYTES, RipgrepRun, ripgrep_binary, rust_regex
 from awf_mcp.builtins.ripgrep_search import _rebase_rule, usable_for_tree
 from awf_mcp.ports import ToolError, ToolResult
 from tests.helpers.escapes import EscapeWorld, build_world, escape_paths, glob_pattern_calls, leaks
@@ -205,12 +206,16 @@ async def test_both_engines_answer_the_shared_corpus_alike(
     tools = BuiltinTools(Sandbox([str(corpus_root)]))
     calls = [("Grep", call) for call in GREP_CALLS] + [("Glob", call) for call in GLOB_CALLS]
     answers: dict[str, list[tuple[bool, str]]] = {}
-    for engine in ("python", "ripgrep", "ripgrep in path order"):
-        engines(engine.split()[0])
+    variants = ("ripgrep", "ripgrep, Glob in one run", "ripgrep, Glob in three runs", "ripgrep in path order")
+    for engine in ("python", *variants):
+        engines(engine.split()[0].rstrip(","))
+        # Glob's listing: one rg over the start directory, or its subdirectories dealt into three runs
+        runs = 1 if "one run" in engine else 3
+        monkeypatch.setattr(ripgrep_search, "_parallel_runs", lambda runs=runs: runs)
         if engine == "ripgrep in path order":  # no parallel pass: rg --sort=path, read as it comes
             monkeypatch.setattr(ripgrep_search, "PARALLEL_COLLECT_BYTES", 0)
         answers[engine] = [await answer(tools, name, arguments) for name, arguments in calls]
-    for engine in ("ripgrep", "ripgrep in path order"):
+    for engine in variants:
         differences = [
             (name, arguments, python, rg)
             for (name, arguments), python, rg in zip(calls, answers["python"], answers[engine], strict=True)
@@ -371,3 +376,24 @@ async def test_a_directory_swapped_for_a_link_mid_search_leaks_nothing(
         thread.join()
     assert swaps > 100
     assert any(name.startswith("d/f") for name in seen), "the race never let a search see the directory"
+
+
+def test_ripgrep_output_is_split_into_records_across_reads_and_cut_when_too_long(tmp_path: Path) -> None:
+    # RipgrepRun reads the pipe 256 KiB at a time: records spanning reads are joined, one longer
+    # than MAX_RECORD_BYTES is cut with the bytes cut off counted, a last one without separator kept.
+    long_size = MAX_RECORD_BYTES + 300_000
+    script = (
+        "import sys; out = sys.stdout.buffer; "
+        "out.write(b'a\\0' + b'b' * 300000 + b'\\0'); "
+        f"out.write(b'L' * {long_size} + b'\\0'); "
+        "out.write(b''.join(b'%d\\0' % n for n in range(50000))); out.write(b'tail')"
+    )
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    with RipgrepRun(sys.executable, ["-c", script], threading.Event(), cwd=fd) as run:
+        records = list(run.records(b"\0"))
+    assert records[0] == (b"a", 0)
+    assert records[1] == (b"b" * 300_000, 0)
+    assert records[2] == (b"L" * MAX_RECORD_BYTES, long_size - MAX_RECORD_BYTES)
+    assert records[3:-1] == [(b"%d" % n, 0) for n in range(50_000)]
+    assert records[-1] == (b"tail", 0)
+    assert run.returncode == 0

@@ -20,6 +20,7 @@ from awf_mcp.ports import ToolDefinition, ToolResult, visible_text
 from awf_mcp.wire import server as server_module
 from awf_mcp.wire.framing import MAX_MESSAGE_BYTES, StdioWire
 from awf_mcp.wire.server import (
+    RESULT_BYTE_LIMIT,
     McpServer,
     ResultTooLarge,
     encode_reply,
@@ -318,3 +319,19 @@ def test_valid_json_that_is_not_json_rpc_is_still_an_invalid_request() -> None:
     line = b'{"jsonrpc":"2.0","id":3,"method":7}'
     assert _sdk_problem(line) is None
     assert json.loads(frame_error(line, _sdk_problem(line)))["error"]["code"] == -32600
+
+
+def test_only_a_result_that_could_pass_the_limit_is_measured(monkeypatch: pytest.MonkeyPatch) -> None:
+    import awf_mcp.wire.server as server_module
+
+    measured: list[ToolResult] = []
+    real_size = server_module.result_size
+    monkeypatch.setattr(
+        server_module, "result_size", lambda result: measured.append(result) or real_size(result)
+    )
+    small = ToolResult.text("\n" * (RESULT_BYTE_LIMIT // 6 - 200))  # every character escaped: still within
+    assert not result_to_mcp(small).is_error and measured == []
+    near = ToolResult.text("\n" * (RESULT_BYTE_LIMIT // 2))  # within, but only measuring can tell
+    assert result_to_mcp(near).is_error and measured == [near]
+    structured = ToolResult(content=[], structured_content={"a": "b"})
+    assert not result_to_mcp(structured).is_error and measured[-1] is structured
