@@ -69,6 +69,8 @@ class Settings:
     """Everything start-up needs, after flags and file are merged."""
 
     roots: tuple[str, ...] = ()
+    roots_explicit: bool = False
+    """True when the user gave the roots (``--root``, config); else the client's roots may replace them."""
     builtins: bool = True
     only: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
@@ -241,6 +243,7 @@ def load(
         overrides["roots"] = tuple(str((workdir / os.path.expanduser(r)).resolve()) for r in roots)
     elif not settings.roots:
         overrides["roots"] = (str(workdir.resolve()),)
+    overrides["roots_explicit"] = bool(roots or settings.roots)
     if no_builtins:
         overrides["builtins"] = False
     if only:
