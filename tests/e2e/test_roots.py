@@ -136,7 +136,9 @@ def test_roots_list_changed_refreshes_the_roots(tree: dict[str, Path]) -> None:
 
 @pytest.mark.parametrize("stateless", [False, True], ids=["handshake", "stateless"])
 def test_unusable_client_roots_leave_the_default(tree: dict[str, Path], stateless: bool) -> None:
-    roots = Roots("file://otherhost/repo", (tree["cwd"] / "missing").as_uri(), (tree["cwd"] / "note.txt").as_uri())
+    roots = Roots(
+        "file://otherhost/repo", (tree["cwd"] / "missing").as_uri(), (tree["cwd"] / "note.txt").as_uri()
+    )
 
     async def scenario() -> None:
         async with mcp_session(cwd=tree["cwd"], stateless=stateless, list_roots_callback=roots) as session:
