@@ -12,10 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
-from mcp.client.session import ClientRequestContext
+from mcp.client.session import ClientRequestContext, ClientSession
+from mcp.client.streamable_http import streamable_http_client
 from mcp_types import ListRootsResult, Root
 
+from tests.e2e.test_http import TOKEN, http_server  # noqa: F401  (a fixture)
 from tests.helpers.harness import call_answering, mcp_session, text_of
 
 pytestmark = pytest.mark.timeout(120)
@@ -153,5 +156,33 @@ def test_a_client_without_roots_keeps_the_configured_roots(tree: dict[str, Path]
             assert await read(session, "note.txt") == (False, "in cwd\n")
             refused, _ = await read(session, tree["other"] / "note.txt")
             assert refused
+
+    anyio.run(scenario)
+
+
+def test_roots_are_per_session_over_http(http_server: tuple[str, Any], root: Path) -> None:
+    """Two HTTP sessions of one server, each with its own roots under the explicit --root."""
+    url, _ = http_server
+    for name in ("a", "b"):
+        (root / name).mkdir()
+        (root / name / "note.txt").write_text(f"in {name}\n", encoding="utf-8")
+
+    async def session_with(name: str) -> tuple[tuple[bool, str], bool]:
+        client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
+        async with (
+            client,
+            streamable_http_client(url, http_client=client) as (read_stream, write_stream),
+            ClientSession(read_stream, write_stream, list_roots_callback=Roots(root / name)) as session,
+        ):
+            await session.initialize()
+            own = await read(session, "note.txt")
+            other = "b" if name == "a" else "a"
+            refused, _ = await read(session, root / other / "note.txt")
+            return own, refused
+
+    async def scenario() -> None:
+        # One after the other: the second session must not get the first one's kept roots.
+        assert await session_with("a") == ((False, "in a\n"), True)
+        assert await session_with("b") == ((False, "in b\n"), True)
 
     anyio.run(scenario)
