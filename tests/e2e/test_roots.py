@@ -160,7 +160,7 @@ def test_a_client_without_roots_keeps_the_configured_roots(tree: dict[str, Path]
     anyio.run(scenario)
 
 
-def test_roots_are_per_session_over_http(http_server: tuple[str, Any], root: Path) -> None:
+def test_roots_are_per_session_over_http(http_server: tuple[str, Any], root: Path) -> None:  # noqa: F811
     """Two HTTP sessions of one server, each with its own roots under the explicit --root."""
     url, _ = http_server
     for name in ("a", "b"):
