@@ -266,7 +266,7 @@ class ToolInvoker:
                         f"no answer from the client within {self.timeout_seconds:g} s while waiting for "
                         f"{waiting}; the call of {tool.name} was not made"
                     )
-                    if run.ask is not None:
+                    if waiting == "the user's confirmation":
                         run.confirmation["answer"] = "no answer (call timeout)"
                 result = ToolResult.error(message)
             except anyio.get_cancelled_exc_class():

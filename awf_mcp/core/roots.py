@@ -17,7 +17,9 @@ touch (:attr:`~awf_mcp.ports.CallContext.roots`; ``None`` means the configured r
   replace the working-directory default. With explicit roots, those are the ceiling:
   a client root inside one of them is used, one outside is refused with a log line.
 * When no client root is usable (none given, all refused, the client failed to
-  answer), the configured roots apply.
+  answer, or gave no answer within :data:`ANSWER_TIMEOUT_SECONDS`), the configured roots
+  apply; a session that did not answer in time is not asked again until it says its
+  roots changed.
 
 Roots are resolved (every symbolic link followed) when they arrive; the first is the
 base for relative paths, as with ``--root``.
@@ -32,12 +34,17 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+import anyio
+
 from awf_mcp.ports import ClientCannotAnswer, ClientChannel, visible_text
 
 log = logging.getLogger("awf_mcp.core.roots")
 
 MAX_SESSIONS = 1024
 """How many client sessions' roots are kept (the least recently used is dropped first)."""
+
+ANSWER_TIMEOUT_SECONDS = 10.0
+"""How long a call waits for the client's ``roots/list`` answer before the configured roots apply."""
 
 MAX_ROOTS = 256
 """How many roots of one client are considered; the rest are ignored with a log line."""
@@ -101,9 +108,12 @@ class ClientRoots:
     directory), ``explicit`` whether the user gave them.
     """
 
-    def __init__(self, configured: Sequence[str], *, explicit: bool) -> None:
+    def __init__(
+        self, configured: Sequence[str], *, explicit: bool, answer_timeout: float = ANSWER_TIMEOUT_SECONDS
+    ) -> None:
         self.configured = tuple(configured)
         self.explicit = explicit
+        self.answer_timeout = answer_timeout
         self._sessions: OrderedDict[Hashable, tuple[str, ...]] = OrderedDict()
 
     async def for_call(
@@ -120,12 +130,19 @@ class ClientRoots:
         if session is not None and session in self._sessions:
             self._sessions.move_to_end(session)
             return self._sessions[session] or None, False
+        result: Mapping[str, Any] = {}
         try:
-            result = await channel.ask("roots/list", {})
+            with anyio.fail_after(self.answer_timeout):
+                result = await channel.ask("roots/list", {})
         except ClientCannotAnswer as exc:
             log.warning("the client's roots are unavailable (%s); the configured roots apply", exc)
             return None, True
-        roots = accepted_roots(result, self.configured, explicit=self.explicit)
+        except TimeoutError:
+            log.warning(
+                "the client did not answer roots/list within %g s; the configured roots apply",
+                self.answer_timeout,
+            )
+        roots = accepted_roots(result, self.configured, explicit=self.explicit) if result else ()
         if session is not None:
             self._sessions[session] = roots
             while len(self._sessions) > MAX_SESSIONS:

@@ -106,3 +106,28 @@ def test_no_usable_root_means_the_configured_ones(dirs: dict[str, Path]) -> None
         assert await roots.for_call(Client("https://x.invalid/"), "t") == (None, True)
 
     anyio.run(scenario)
+
+
+class Silent(Client):
+    """A client that declares roots and never answers."""
+
+    async def ask(self, method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        self.asked += 1
+        await anyio.sleep_forever()
+        raise AssertionError
+
+
+def test_a_client_that_never_answers_leaves_the_configured_roots(dirs: dict[str, Path], caplog: Any) -> None:
+    caplog.set_level(logging.WARNING)
+    roots = ClientRoots([str(dirs["top"])], explicit=False, answer_timeout=0.2)
+    client = Silent()
+
+    async def scenario() -> None:
+        with anyio.fail_after(5):
+            assert await roots.for_call(client, "s") == (None, True)
+            # Not asked again for that session until it says its roots changed.
+            assert await roots.for_call(client, "s") == (None, False)
+        assert client.asked == 1
+
+    anyio.run(scenario)
+    assert "did not answer roots/list within 0.2 s" in caplog.text
