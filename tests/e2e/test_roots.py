@@ -120,6 +120,7 @@ def test_a_root_added_mid_session_is_found(tree: dict[str, Path], stateless: boo
     anyio.run(scenario)
 
 
+@pytest.mark.filterwarnings("ignore:The roots capability is deprecated")  # still what older clients send
 def test_roots_list_changed_refreshes_the_roots(tree: dict[str, Path]) -> None:
     roots = Roots(tree["project"])
 
