@@ -9,6 +9,7 @@ The public plugin API lives here:
   :class:`ToolAnnotations`;
 * :class:`PluginContext` — what the ``awf_mcp_register_tools`` hook receives;
 * :class:`ToolError` — raise it for an error the model should read verbatim;
+* :class:`AskUser` — what a policy hook returns to have the user confirm a call;
 * :func:`current_call` — progress reporting and the cancellation flag.
 """
 
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from awf_mcp.hookspecs import hookimpl
 from awf_mcp.ports import (
+    AskUser,
     CallContext,
     PluginContext,
     ToolAnnotations,
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "AskUser",
     "CallContext",
     "PluginContext",
     "ToolAnnotations",

@@ -12,7 +12,7 @@ from typing import Any
 
 import pluggy
 
-from awf_mcp.ports import PluginContext
+from awf_mcp.ports import AskUser, PluginContext
 
 PROJECT_NAME = "awf_mcp"
 """pluggy project name."""
@@ -38,8 +38,14 @@ def awf_mcp_instructions() -> str | None:
 
 
 @hookspec
-def awf_mcp_authorize_call(tool: str, source: str, arguments: Mapping[str, Any]) -> str | None:
-    """Called before every tool call; return a reason string to deny it, ``None`` to allow."""
+def awf_mcp_authorize_call(tool: str, source: str, arguments: Mapping[str, Any]) -> str | AskUser | None:
+    """Called before every tool call; return a reason string to deny it, ``None`` to allow.
+
+    Return ``AskUser(reason)`` to have the user confirm the call first: the tool, its
+    arguments (redacted as in the audit log) and ``reason`` are put to the user through
+    the agent's client (MCP elicitation), and the call runs only on an explicit yes. A
+    client that cannot ask gets a denial that says why. Any plugin's denial wins over asking.
+    """
 
 
 @hookspec

@@ -16,7 +16,27 @@ Contract
   ``isError`` result (``<ExceptionType>: <message>``). Return
   ``ToolResult.error(...)`` for errors the model should read verbatim.
 * While a call runs, :func:`current_call` returns its :class:`CallContext`:
-  progress reporting and a cancellation flag a long synchronous tool can poll.
+  progress reporting, a cancellation flag a long synchronous tool can poll, the
+  roots the call is confined to, and the :class:`ClientChannel` to the agent's client.
+
+The client channel
+------------------
+During a call the server may ask the agent's client something: its roots
+(``roots/list``), a question for the user (``elicitation/create``), a completion from
+its model (``sampling/createMessage``). :class:`ClientChannel` is that port; the SDK
+adapter implements it for both protocol families:
+
+* up to revision 2025-11-25, as a request on the session's back-channel: ``ask``
+  awaits the client's answer (the call timeout applies);
+* on the stateless revision 2026-07-28 there is no back-channel: ``ask`` raises
+  :class:`InputRequired`, the call ends with an ``input_required`` result, the
+  client retries the call with its answers, and the same question, asked again by the
+  re-run call, finds its answer. A call that asks must therefore ask the same
+  questions, in the same order, before doing anything it cannot do twice.
+
+``ask`` raises :class:`ClientCannotAnswer` when the client lacks the capability or
+answers with an error. :class:`InputRequired` derives from :class:`BaseException` so
+that a tool's ``except Exception`` cannot swallow it.
 """
 
 from __future__ import annotations
@@ -226,6 +246,82 @@ class ToolProvider(Protocol):
         ...
 
 
+class ToolError(Exception):
+    """An error whose message the model should read verbatim (no type prefix).
+
+    Raise it from a tool for expected failures: a missing file, an ambiguous
+    edit, a refused path. Any other exception is reported as
+    ``<ExceptionType>: <message>``.
+    """
+
+
+ClientFeature = Literal["roots", "elicitation", "sampling"]
+"""What a server may ask a client for, named after the client capability it needs."""
+
+CLIENT_METHODS: Mapping[str, ClientFeature] = {
+    "roots/list": "roots",
+    "elicitation/create": "elicitation",
+    "sampling/createMessage": "sampling",
+}
+"""The requests a server may send a client during a call, and the capability each needs."""
+
+
+class ClientCannotAnswer(ToolError):
+    """The client cannot answer a question: it lacks the capability, or it answered with an error."""
+
+
+class InputRequired(BaseException):
+    """The stateless revision's "ask and come back": the call ends here and is retried with the answer.
+
+    ``key`` identifies the question (the same question always has the same key),
+    ``method`` and ``params`` are the request the client is to answer.
+    """
+
+    def __init__(self, key: str, method: str, params: Mapping[str, Any]) -> None:
+        super().__init__(key)
+        self.key = key
+        self.method = method
+        self.params = params
+
+
+@runtime_checkable
+class ClientChannel(Protocol):
+    """What a call may ask the agent's client; see the module docstring."""
+
+    def supports(self, feature: ClientFeature) -> bool:
+        """True when the client declared the capability ``feature`` needs."""
+        ...
+
+    async def ask(self, method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The client's result for request ``method`` with ``params`` (JSON objects, as on the wire).
+
+        Raises :class:`ClientCannotAnswer`, or :class:`InputRequired` on the stateless revision.
+        """
+        ...
+
+
+class NoClientChannel:
+    """The channel of a call with no client behind it (``awf-mcp tools call``, unit tests)."""
+
+    def supports(self, feature: ClientFeature) -> bool:
+        """Nothing is supported."""
+        return False
+
+    async def ask(self, method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Always :class:`ClientCannotAnswer`."""
+        raise ClientCannotAnswer(f"there is no client to answer {method}")
+
+
+NO_CLIENT: ClientChannel = NoClientChannel()
+
+
+@dataclass(frozen=True, slots=True)
+class AskUser:
+    """A policy's answer "ask the user first" (see ``awf_mcp_authorize_call``), with the plugin's reason."""
+
+    reason: str
+
+
 ProgressReporter = Callable[[float, "float | None", "str | None"], None]
 
 
@@ -243,6 +339,10 @@ class CallContext:
     ``path_denied(path)`` asks the path policy (the ``awf_mcp_authorize_path``
     hook) about one resolved, absolute path the call is about to touch: a reason
     string means refuse it, ``None`` allow it (the default allows everything).
+    ``roots`` are the directories this call is confined to when the client's roots
+    decide them (already resolved, the first the base for relative paths); ``None``
+    means the configured roots; the sandbox sets ``refused_outside_roots`` when it
+    refuses a path for lying outside them. ``channel`` reaches the agent's client.
     """
 
     tool_name: str
@@ -250,6 +350,9 @@ class CallContext:
     cancelled: threading.Event = field(default_factory=threading.Event)
     output_budget: int | None = None
     path_denied: Callable[[str], str | None] = field(default=lambda path: None)
+    roots: tuple[str, ...] | None = None
+    refused_outside_roots: bool = False
+    channel: ClientChannel = NO_CLIENT
 
 
 _current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(
@@ -275,15 +378,6 @@ def bind_call_context(context: CallContext) -> contextvars.Token[CallContext | N
 def unbind_call_context(token: contextvars.Token[CallContext | None]) -> None:
     """Undo :func:`bind_call_context`."""
     _current_call.reset(token)
-
-
-class ToolError(Exception):
-    """An error whose message the model should read verbatim (no type prefix).
-
-    Raise it from a tool for expected failures: a missing file, an ambiguous
-    edit, a refused path. Any other exception is reported as
-    ``<ExceptionType>: <message>``.
-    """
 
 
 class PluginSettingError(ToolError):

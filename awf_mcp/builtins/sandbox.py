@@ -147,6 +147,9 @@ class Sandbox:
 
     ``roots`` are directory paths; each is resolved (symlinks followed) once
     here. The first is the base for relative paths; every one is allowed.
+    During a call whose roots follow the client's
+    (:attr:`~awf_mcp.ports.CallContext.roots`, see :mod:`awf_mcp.core.roots`), those
+    replace them for that call only.
     """
 
     def __init__(self, roots: Sequence[str]) -> None:
@@ -159,8 +162,13 @@ class Sandbox:
                 raise ValueError(f"sandbox root {root!r} is not a directory")
             if real not in resolved:
                 resolved.append(real)
-        self.roots: tuple[str, ...] = tuple(resolved)
+        self.configured_roots: tuple[str, ...] = tuple(resolved)
         self.read_only: tuple[str, ...] = ()
+
+    @property
+    def roots(self) -> tuple[str, ...]:
+        """The roots of the running call: the client's when they decide, else the configured ones."""
+        return current_call().roots or self.configured_roots
 
     def allow_reading(self, directory: str) -> None:
         """Let the file tools read (never write) below ``directory``: awf-mcp's own output files."""
@@ -210,6 +218,7 @@ class Sandbox:
     def outside(self, arg: str, resolved: str | None = None) -> PathRefused:
         """The refusal for ``arg``, optionally saying where it resolved to."""
         where = f" (it resolves to {quote_path(resolved)})" if resolved and resolved != arg else ""
+        current_call().refused_outside_roots = True
         return PathRefused(f"path {quote_path(arg)} is outside {self.describe_roots()}{where}")
 
     def check_argument(self, arg: object, what: str = "path") -> str:

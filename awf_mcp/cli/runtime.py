@@ -35,6 +35,7 @@ from awf_mcp.core.plugins import LoadedPlugins, PluginRecord
 from awf_mcp.core.plugins import load as load_plugins
 from awf_mcp.core.policy import policies_from
 from awf_mcp.core.registry import Registry, build
+from awf_mcp.core.roots import ClientRoots
 from awf_mcp.core.upstream import Connect, start_all
 from awf_mcp.core.upstream import instructions as upstream_instructions
 from awf_mcp.errors import UserError, describe_exception
@@ -147,6 +148,7 @@ async def start(
         observer=observer,
         output_budget=settings.output_budget,
         path_policy=policies.path,
+        client_roots=ClientRoots(settings.roots, explicit=settings.roots_explicit),
     )
     instructions = server_instructions(settings, plugin_paragraphs(plugins.manager))
     relayed = upstream_instructions(plugins.records)

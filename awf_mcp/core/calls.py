@@ -31,10 +31,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,11 +43,17 @@ import anyio
 
 from awf_mcp.budget import budget_for_client, fit_result
 from awf_mcp.concurrency import call_either
-from awf_mcp.core.observability import call_span
+from awf_mcp.core.observability import call_span, redact
 from awf_mcp.core.registry import RegisteredTool, Registry
+from awf_mcp.core.roots import ClientRoots
 from awf_mcp.errors import describe_exception
 from awf_mcp.ports import (
+    NO_CLIENT,
+    AskUser,
     CallContext,
+    ClientCannotAnswer,
+    ClientChannel,
+    InputRequired,
     ToolResult,
     bind_call_context,
     unbind_call_context,
@@ -61,8 +68,22 @@ CANCELLED = "cancelled by the client"
 ProgressSink = Callable[[float, float | None, str | None], Awaitable[None]]
 """Sends one progress notification for the running call (the adapter provides it)."""
 
-Policy = Callable[[str, str, Mapping[str, Any]], str | None]
-"""Returns a denial sentence for (tool, source, arguments), or ``None`` to allow."""
+Policy = Callable[[str, str, Mapping[str, Any]], "str | AskUser | None"]
+"""For (tool, source, arguments): a denial sentence, :class:`AskUser` to ask first, ``None`` to allow."""
+
+CONFIRM_SCHEMA: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {
+        "allow": {
+            "type": "boolean",
+            "title": "Allow this call",
+            "description": "Yes runs the tool call; no refuses it.",
+            "default": False,
+        }
+    },
+    "required": ["allow"],
+}
+"""The form of a confirmation: one yes/no field."""
 
 PathPolicy = Callable[[str, str, str], str | None]
 """Returns a denial sentence for (tool, source, resolved path), or ``None`` to allow."""
@@ -82,6 +103,8 @@ class CallRecord:
     duration_ms: float
     is_error: bool
     error: str | None
+    confirmation: Mapping[str, Any] | None = None
+    """For a call the policy asked about: ``question`` put to the user and ``answer`` given."""
 
 
 def _error_text(result: ToolResult) -> str | None:
@@ -103,8 +126,10 @@ class ToolInvoker:
         observer: Callable[[CallRecord], None] | None = None,
         output_budget: int | None = None,
         path_policy: PathPolicy | None = None,
+        client_roots: ClientRoots | None = None,
     ) -> None:
         self.registry = registry
+        self.client_roots = client_roots
         self.timeout_seconds = timeout_seconds
         self.policy = policy
         self.path_policy = path_policy
@@ -123,22 +148,41 @@ class ToolInvoker:
         *,
         progress: ProgressSink | None = None,
         client_name: str | None = None,
+        channel: ClientChannel = NO_CLIENT,
+        session: Hashable | None = None,
     ) -> ToolResult:
-        """Run tool ``name`` for ``client_name``; raises only :class:`UnknownToolError` (and cancellation)."""
+        """Run tool ``name`` for ``client_name``; raises only :class:`UnknownToolError` (and cancellation).
+
+        ``channel`` reaches the calling client; ``session`` names its session (``None``:
+        nothing about the client is kept between calls). On the stateless revision
+        :class:`~awf_mcp.ports.InputRequired` passes through.
+        """
         tool = self.registry.lookup(name)
         started = time.perf_counter()
         args: Mapping[str, Any] = arguments if isinstance(arguments, Mapping) else {}
         result: ToolResult | None = None
+        confirmation: dict[str, Any] = {}
+        asking = False
         try:
             with call_span(name, tool.definition.source) as span:
                 result = self._precheck(tool, arguments)
+                decision = None
+                if result is None and self.policy is not None:
+                    decision = self.policy(tool.name, tool.definition.source, args)
+                    if isinstance(decision, str) and decision:
+                        result = ToolResult.error(decision)
                 if result is None:
                     budget = self.budget_for(client_name)
-                    result = fit_result(await self._run(tool, args, progress, budget), budget)
+                    ask = decision if isinstance(decision, AskUser) else None
+                    run = _Run(tool, args, channel, session, ask, confirmation)
+                    result = fit_result(await self._run(run, progress, budget), budget)
                 span.set_attribute("tool.is_error", result.is_error)
+        except InputRequired:
+            asking = True
+            raise
         finally:
             # A cancelled call is observed too: the audit log sees every call that ran.
-            if self.observer is not None:
+            if self.observer is not None and not asking:
                 self.observer(
                     CallRecord(
                         tool=name,
@@ -147,6 +191,7 @@ class ToolInvoker:
                         duration_ms=(time.perf_counter() - started) * 1000,
                         is_error=result is None or result.is_error,
                         error=CANCELLED if result is None else _error_text(result),
+                        confirmation=confirmation or None,
                     )
                 )
         return result
@@ -159,10 +204,6 @@ class ToolInvoker:
         problem = self._validate(tool, arguments or {})
         if problem:
             return ToolResult.error(f"invalid arguments for {tool.name}: {problem}")
-        if self.policy is not None:
-            denial = self.policy(tool.name, tool.definition.source, arguments or {})
-            if denial:
-                return ToolResult.error(denial)
         return None
 
     def _validate(self, tool: RegisteredTool, arguments: Mapping[str, Any]) -> str | None:
@@ -179,41 +220,121 @@ class ToolInvoker:
         where = ".".join(str(part) for part in error.path)
         return f"{where}: {error.message}" if where else str(error.message)
 
-    async def _run(
-        self, tool: RegisteredTool, arguments: Mapping[str, Any], progress: ProgressSink | None, budget: int
-    ) -> ToolResult:
-        context = CallContext(tool_name=tool.name, output_budget=budget)
+    async def _run(self, run: _Run, progress: ProgressSink | None, budget: int) -> ToolResult:
+        tool = run.tool
+        context = CallContext(tool_name=tool.name, output_budget=budget, channel=run.channel)
         if self.path_policy is not None:
             context.path_denied = functools.partial(self.path_policy, tool.name, tool.definition.source)
         finish_progress: Callable[[], None] = _no_pump
+        waiting = "the tool"
+        pending: InputRequired | None = None
         async with anyio.create_task_group() as group:
             if progress is not None:
                 context.report_progress, finish_progress = _progress_pump(group, progress)
             token = bind_call_context(context)
             try:
                 with anyio.fail_after(self.timeout_seconds):
-                    outcome = await _invoke(tool, arguments)
-                result = _as_result(tool.name, outcome)
+                    fetched = False
+                    if self.client_roots is not None:
+                        waiting = "the client's roots"
+                        context.roots, fetched = await self.client_roots.for_call(run.channel, run.session)
+                    if run.ask is not None:
+                        waiting = "the user's confirmation"
+                        refusal = await self._confirm(run)
+                        if refusal is not None:
+                            return refusal
+                    waiting = "the tool"
+                    result = await _attempt(tool, run.arguments)
+                    if context.refused_outside_roots and not fetched and self.client_roots is not None:
+                        waiting = "the client's roots"
+                        before = context.roots
+                        self.client_roots.forget(run.session)
+                        context.roots, _ = await self.client_roots.for_call(run.channel, run.session)
+                        if context.roots != before:
+                            waiting = "the tool"
+                            context.refused_outside_roots = False
+                            result = await _attempt(tool, run.arguments)
+            except InputRequired as exc:
+                pending = exc
+                result = ToolResult.error("")
             except TimeoutError:
                 context.cancelled.set()
-                result = ToolResult.error(
-                    f"tool {tool.name} timed out after {self.timeout_seconds:g} s and was cut off"
-                )
+                if waiting == "the tool":
+                    message = f"tool {tool.name} timed out after {self.timeout_seconds:g} s and was cut off"
+                else:
+                    message = (
+                        f"no answer from the client within {self.timeout_seconds:g} s while waiting for "
+                        f"{waiting}; the call of {tool.name} was not made"
+                    )
+                    if waiting == "the user's confirmation":
+                        run.confirmation["answer"] = "no answer (call timeout)"
+                result = ToolResult.error(message)
             except anyio.get_cancelled_exc_class():
                 context.cancelled.set()
                 raise
-            except SystemExit as exc:
-                result = ToolResult.error(
-                    f"tool {tool.name} called sys.exit({exc.code}); the server ignores it"
-                )
-            except Exception as exc:
-                log.debug("tool %s raised", tool.name, exc_info=True)
-                result = ToolResult.error(describe_exception(exc))
             finally:
                 unbind_call_context(token)
                 context.report_progress = _ignore_progress
                 finish_progress()
+        if pending is not None:
+            raise pending
         return result
+
+    async def _confirm(self, run: _Run) -> ToolResult | None:
+        """Ask the user about ``run``: ``None`` on an explicit yes, else the refusal."""
+        assert run.ask is not None
+        tool = run.tool.name
+        shown = json.dumps(redact(dict(run.arguments)), ensure_ascii=False, sort_keys=True, default=repr)
+        question = f"Allow the call of {tool}?\nArguments: {shown}\nWhy you are asked: {run.ask.reason}"
+        run.confirmation["question"] = question
+        if not run.channel.supports("elicitation"):
+            run.confirmation["answer"] = "not asked: the client does not support elicitation"
+            return ToolResult.error(
+                f"call of {tool} needs the user's confirmation ({run.ask.reason}), but the client cannot "
+                "ask the user (it does not support MCP elicitation), so the call was not made; "
+                "run it where it can be confirmed, or change the policy"
+            )
+        try:
+            answer = await run.channel.ask(
+                "elicitation/create", {"mode": "form", "message": question, "requestedSchema": CONFIRM_SCHEMA}
+            )
+        except ClientCannotAnswer as exc:
+            run.confirmation["answer"] = f"no answer: {exc}"
+            return ToolResult.error(
+                f"call of {tool} needs the user's confirmation, and asking failed ({exc}); "
+                "the call was not made"
+            )
+        action = answer.get("action")
+        content = answer.get("content")
+        allowed = action == "accept" and isinstance(content, Mapping) and content.get("allow") is True
+        run.confirmation["answer"] = "yes" if allowed else ("no" if action == "accept" else str(action))
+        if allowed:
+            return None
+        how = "declined" if action in ("accept", "decline") else "cancelled"
+        return ToolResult.error(f"the user {how} the call of {tool}; it was not made")
+
+
+@dataclass(slots=True)
+class _Run:
+    """One call on its way to the tool: what it needs besides the tool's own arguments."""
+
+    tool: RegisteredTool
+    arguments: Mapping[str, Any]
+    channel: ClientChannel
+    session: Hashable | None
+    ask: AskUser | None
+    confirmation: dict[str, Any]
+
+
+async def _attempt(tool: RegisteredTool, arguments: Mapping[str, Any]) -> ToolResult:
+    """Run the tool once: its result, or the ``isError`` result for how it failed."""
+    try:
+        return _as_result(tool.name, await _invoke(tool, arguments))
+    except SystemExit as exc:
+        return ToolResult.error(f"tool {tool.name} called sys.exit({exc.code}); the server ignores it")
+    except Exception as exc:
+        log.debug("tool %s raised", tool.name, exc_info=True)
+        return ToolResult.error(describe_exception(exc))
 
 
 async def _invoke(tool: RegisteredTool, arguments: Mapping[str, Any]) -> Any:

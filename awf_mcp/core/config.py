@@ -88,6 +88,8 @@ class Settings:
     """Everything start-up needs, after flags and file are merged."""
 
     roots: tuple[str, ...] = ()
+    roots_explicit: bool = False
+    """True when the user gave the roots (``--root``, config); else the client's roots may replace them."""
     builtins: bool = True
     only: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
@@ -254,6 +256,7 @@ def load(options: ServeOptions | None = None, *, cwd: str | None = None) -> Sett
         overrides["roots"] = tuple(str((workdir / os.path.expanduser(r)).resolve()) for r in options.roots)
     elif not settings.roots:
         overrides["roots"] = (str(workdir.resolve()),)
+    overrides["roots_explicit"] = bool(options.roots or settings.roots)
     if options.no_builtins:
         overrides["builtins"] = False
     if options.only:

@@ -7,7 +7,8 @@ Contract
   ``--log-format json``.
 * :class:`AuditLog` appends one JSONL record per finished call to a file:
   ``ts``, ``tool``, ``source``, ``duration_ms``, ``is_error``, ``error``,
-  ``arguments`` (the format is documented in ``docs/audit.md``). Argument
+  ``arguments``, and for a call the user was asked to confirm, ``confirmation``
+  (``question``, ``answer``) (the format is documented in ``docs/audit.md``). Argument
   values under secret-looking keys (token, password, secret, key,
   authorization, credential, cookie, session) are replaced by ``"***"``; the
   error text and every argument string longer than :data:`MAX_VALUE_CHARS`
@@ -105,6 +106,8 @@ class AuditLog:
 
     def __call__(self, record: CallRecord) -> None:
         entry = {"ts": _now(), **call_fields(record), "arguments": redact(dict(record.arguments))}
+        if record.confirmation:
+            entry["confirmation"] = dict(record.confirmation)
         line = (json.dumps(entry, ensure_ascii=False, default=repr) + "\n").encode()
         with self._lock:
             written = os.write(self._fd, line)

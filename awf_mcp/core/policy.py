@@ -13,6 +13,11 @@ Each is ``None`` when no plugin implements its hook, so an unguarded server pays
 nothing. Implementations are called through pluggy, one plugin at a time
 (``subset_hook_caller``), so a denial, or a failure, names the plugin it came
 from; the first denial wins. A plugin that raises denies (fail closed).
+
+A call plugin may also answer :class:`~awf_mcp.ports.AskUser`: when no plugin denies,
+the call policy answers one :class:`~awf_mcp.ports.AskUser` whose reason names every
+plugin that asked, and the call path asks the user (:mod:`awf_mcp.core.calls`). A path
+plugin's :class:`~awf_mcp.ports.AskUser` is a refusal: a path cannot wait for the user.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import pluggy
 
 from awf_mcp.core.calls import PathPolicy, Policy
 from awf_mcp.errors import describe_exception
+from awf_mcp.ports import AskUser
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,16 +54,20 @@ def _per_plugin(manager: pluggy.PluginManager, hook_name: str) -> list[tuple[str
 
 def _first_denial(
     callers: list[tuple[str, Callable[..., list[Any]]]], what: str, kwargs: Mapping[str, Any]
-) -> str | None:
+) -> str | AskUser | None:
+    """The first plugin's denial; else, when plugins asked, one :class:`AskUser` naming them all."""
+    asks: list[str] = []
     for plugin, caller in callers:
         try:
             reasons = caller(**kwargs)
         except Exception as exc:
             return f"{what} denied: policy plugin '{plugin}' failed ({describe_exception(exc)})"
-        reason = next((reason for reason in reasons if reason), None)
-        if reason:
-            return f"{what} denied by plugin '{plugin}': {reason}"
-    return None
+        for reason in reasons:
+            if isinstance(reason, AskUser):
+                asks.append(f"plugin '{plugin}': {reason.reason}")
+            elif reason:
+                return f"{what} denied by plugin '{plugin}': {reason}"
+    return AskUser("; ".join(asks)) if asks else None
 
 
 def policies_from(manager: pluggy.PluginManager) -> Policies:
@@ -65,13 +75,18 @@ def policies_from(manager: pluggy.PluginManager) -> Policies:
     call_callers = _per_plugin(manager, "awf_mcp_authorize_call")
     path_callers = _per_plugin(manager, "awf_mcp_authorize_path")
 
-    def authorize_call(tool: str, source: str, arguments: Mapping[str, Any]) -> str | None:
+    def authorize_call(tool: str, source: str, arguments: Mapping[str, Any]) -> str | AskUser | None:
         return _first_denial(
             call_callers, f"call of {tool}", {"tool": tool, "source": source, "arguments": arguments}
         )
 
     def authorize_path(tool: str, source: str, path: str) -> str | None:
-        return _first_denial(path_callers, f"{tool} access", {"tool": tool, "source": source, "path": path})
+        answer = _first_denial(path_callers, f"{tool} access", {"tool": tool, "source": source, "path": path})
+        if isinstance(answer, AskUser):
+            return (
+                f"{tool} access needs the user's confirmation, which a path cannot wait for ({answer.reason})"
+            )
+        return answer
 
     return Policies(
         call=authorize_call if call_callers else None, path=authorize_path if path_callers else None

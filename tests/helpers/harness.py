@@ -58,12 +58,15 @@ async def mcp_session(
     errlog: Any = None,
     client_name: str | None = None,
     stateless: bool = False,
+    **callbacks: Any,
 ) -> AsyncIterator[ClientSession]:
     """An initialized MCP client session with ``awf-mcp serve SERVE_ARGS...``.
 
     ``client_name`` is the ``clientInfo.name`` the client sends (default: the SDK's own).
     ``stateless`` opens with ``server/discover`` (the 2026-07-28 revision, as Claude Code
     does) instead of ``initialize``: every request then carries the client's info in ``_meta``.
+    ``callbacks`` go to :class:`ClientSession` (``list_roots_callback``,
+    ``elicitation_callback``, ...): each declares its capability to the server.
     """
     command = server_command("serve", *serve_args)
     params = StdioServerParameters(
@@ -72,7 +75,10 @@ async def mcp_session(
     async with (
         stdio_client(params, errlog=errlog or sys.stderr) as (read, write),
         ClientSession(
-            read, write, client_info=Implementation(name=client_name, version="1.0") if client_name else None
+            read,
+            write,
+            client_info=Implementation(name=client_name, version="1.0") if client_name else None,
+            **callbacks,
         ) as session,
     ):
         if stateless:
@@ -80,6 +86,32 @@ async def mcp_session(
         else:
             await session.initialize()
         yield session
+
+
+async def call_answering(session: ClientSession, name: str, arguments: dict[str, Any]) -> Any:
+    """``tools/call`` that answers the server's questions on either protocol family.
+
+    On the handshake revisions the session's callbacks answer the server's requests
+    as they come; on the stateless revision an ``InputRequiredResult`` is answered
+    through the same callbacks by the SDK's own retry driver, as ``mcp.Client`` does.
+    """
+    from mcp.client._input_required import run_input_required_driver
+    from mcp.client.session import ClientRequestContext
+    from mcp_types import InputRequest, InputRequiredResult
+
+    async def retry(responses: Any, state: str | None) -> Any:
+        return await session.call_tool(
+            name, arguments, input_responses=responses, request_state=state, allow_input_required=True
+        )
+
+    async def dispatch(key: str, request: InputRequest) -> Any:
+        context = ClientRequestContext(session=session, request_id=key, meta=None)
+        return await session.dispatch_input_request(context, request)
+
+    first = await retry(None, None)
+    if not isinstance(first, InputRequiredResult):
+        return first
+    return await run_input_required_driver(first, dispatch=dispatch, retry=retry)
 
 
 def text_of(result: Any) -> str:

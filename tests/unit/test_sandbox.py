@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from awf_mcp.builtins import BuiltinTools, PathRefused, Sandbox
-from awf_mcp.ports import ToolError, ToolResult
+from awf_mcp.ports import CallContext, ToolError, ToolResult, bind_call_context, unbind_call_context
 from tests.helpers.escapes import (
     EscapeWorld,
     build_world,
@@ -253,3 +253,23 @@ async def test_the_path_policy_sees_resolved_paths_and_walked_files(tmp_path: Pa
     finally:
         unbind_call_context(token)
     assert str(root / ".env") in asked
+
+
+def test_a_call_with_client_roots_is_confined_to_them(tmp_path: Path) -> None:
+    configured, client = tmp_path / "configured", tmp_path / "client"
+    for place in (configured, client):
+        place.mkdir()
+        (place / "f.txt").write_text(place.name, encoding="utf-8")
+    sandbox = Sandbox([str(configured)])
+    context = CallContext(tool_name="Read", roots=(str(client.resolve()),))
+    token = bind_call_context(context)
+    try:
+        assert sandbox.resolve("f.txt") == str((client / "f.txt").resolve())
+        with pytest.raises(PathRefused, match="outside the root"):
+            sandbox.resolve(str(configured / "f.txt"))
+        assert context.refused_outside_roots
+    finally:
+        unbind_call_context(token)
+    # Outside that call, the configured roots again.
+    assert sandbox.resolve("f.txt") == str((configured / "f.txt").resolve())
+    assert sandbox.configured_roots == (str(configured.resolve()),)

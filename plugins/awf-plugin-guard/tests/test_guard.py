@@ -13,7 +13,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from awf_mcp import PluginContext
+from awf_mcp import AskUser, PluginContext
 
 
 def configure(**settings: object) -> None:
@@ -128,3 +128,26 @@ def test_deny_paths_cannot_be_bypassed_end_to_end(tmp_path: Path) -> None:
     assert any("deny_paths" in text for *_, text in seen)
     assert "Glob" in [tool for tool, *_ in seen] and ".env" not in seen[7][3].replace(".gitignore", "")
     assert (root / ".env").read_text() == "API_KEY=hunter2\n"
+
+
+def test_ask_bash_asks_and_deny_bash_wins() -> None:
+    configure(ask_bash=["\\bgit\\s+push\\b"])
+    answer = guard.awf_mcp_authorize_call(
+        tool="Bash", source="builtin", arguments={"command": "git push origin"}
+    )
+    assert isinstance(answer, AskUser) and "ask_bash" in answer.reason
+    denied = guard.awf_mcp_authorize_call(
+        tool="Bash", source="builtin", arguments={"command": "git push --force origin"}
+    )
+    assert isinstance(denied, str) and "deny_bash" in denied
+    assert (
+        guard.awf_mcp_authorize_call(tool="Bash", source="builtin", arguments={"command": "git status"})
+        is None
+    )
+    configure(ask_bash="npm\\s+publish;twine\\s+upload")
+    assert isinstance(
+        guard.awf_mcp_authorize_call(tool="Bash", source="builtin", arguments={"command": "twine upload x"}),
+        AskUser,
+    )
+    with pytest.raises(ValueError, match="ask_bash"):
+        configure(ask_bash=["("])
