@@ -55,6 +55,8 @@ _KEYS = {
 _AGENT_KEYS = {"type", "transport", "httpUrl", "timeout", "trust", "description", "disabled"}
 _HTTP_TYPES = {"http", "streamable-http", "streamableHttp", "streamable_http"}
 REDACTED = "***"
+SOURCE_PREFIX = "server:"
+"""Every upstream tool's ``source`` starts with this: ``server:<name>``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +86,7 @@ class ServerSpec:
     @property
     def source(self) -> str:
         """The ``source`` label of this server's tools: ``server:<name>``."""
-        return f"server:{self.name}"
+        return f"{SOURCE_PREFIX}{self.name}"
 
     def redact(self, text: str) -> str:
         """``text`` with every secret value replaced by ``***``."""

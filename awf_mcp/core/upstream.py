@@ -13,8 +13,13 @@ Contract
   is reported (``on_failure``) with its name and reason and served without; with
   ``strict`` the failure raises :class:`~awf_mcp.errors.PluginError`.
 * Tools are named ``<server>_<tool>``; description, schemas and annotations are the
-  server's own. A tool whose prefixed name breaks the name rules is left out, with a
-  warning naming it.
+  server's own. The registry checks the names (after ``[rename]``): one that breaks the
+  rules is left out with a warning showing the ``[rename]`` line to add.
+* ``notifications/tools/list_changed`` from the server makes the provider list its tools
+  again (notifications arriving meanwhile are coalesced into one more listing); when the
+  set differs, every :meth:`UpstreamProvider.watch_tools` callback is awaited (the
+  registry's re-merge, which tells the agent). A listing that fails keeps the old set,
+  with a warning.
 * A call is forwarded with its progress (to :func:`~awf_mcp.ports.current_call`'s
   reporter) and its cancellation (the client session sends ``notifications/cancelled``).
   A per-server ``timeout_seconds`` bounds it below the server-wide call timeout.
@@ -38,7 +43,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from typing import Any, Protocol
@@ -46,7 +51,6 @@ from typing import Any, Protocol
 import anyio
 
 from awf_mcp.core.plugins import PluginRecord, ProviderTools
-from awf_mcp.core.registry import name_problem
 from awf_mcp.core.servers import ServerSpec
 from awf_mcp.errors import PluginError
 from awf_mcp.ops import upstreamprocess
@@ -77,6 +81,8 @@ class UpstreamSession(Protocol):
 
     closed: anyio.Event
     instructions: str | None
+    on_tools_changed: Callable[[], None] | None
+    """Called (synchronously, from the session's reader) for each ``tools/list_changed``."""
 
     def reason(self) -> str:
         """Why the connection ended, or what went wrong on it."""
@@ -127,6 +133,7 @@ class UpstreamProvider:
         self._stop = anyio.Event()
         self._lock = anyio.Lock()
         self._tools: list[ToolDefinition] = []
+        self._watchers: list[Callable[[], Awaitable[object]]] = []
         self.deaths = 0
         self.down_since = 0.0
         self.last_reason = ""
@@ -138,8 +145,12 @@ class UpstreamProvider:
         return self._session is not None and not self._session.closed.is_set()
 
     def list_tools(self) -> list[ToolDefinition]:
-        """The tools listed at start-up, prefixed ``<server>_``."""
+        """The tools last listed (at start-up, or after ``tools/list_changed``), prefixed ``<server>_``."""
         return list(self._tools)
+
+    def watch_tools(self, on_change: Callable[[], Awaitable[object]]) -> None:
+        """Have ``on_change`` awaited after each change of :meth:`list_tools`."""
+        self._watchers.append(on_change)
 
     async def start(self) -> list[ToolDefinition]:
         """Connect and list the tools, within ``startup_timeout_seconds``; raises :class:`UpstreamFailure`."""
@@ -160,15 +171,42 @@ class UpstreamProvider:
         return self.list_tools()
 
     def _prefixed(self, listed: Sequence[ToolDefinition]) -> list[ToolDefinition]:
-        tools = []
-        for tool in listed:
-            name = f"{self._prefix}{tool.name}"
-            problem = name_problem(name)
-            if problem:
-                log.warning("server '%s': tool '%s' left out: %s", self.spec.name, tool.name, problem)
-                continue
-            tools.append(replace(tool, name=name, source=self.spec.source))
-        return tools
+        return [replace(tool, name=f"{self._prefix}{tool.name}", source=self.spec.source) for tool in listed]
+
+    async def _follow_changes(self, session: UpstreamSession) -> None:
+        """List the tools again after each ``tools/list_changed`` (coalesced); see the module docstring."""
+        send, receive = anyio.create_memory_object_stream[None](1)
+
+        def changed() -> None:
+            with contextlib.suppress(anyio.WouldBlock):
+                send.send_nowait(None)
+
+        session.on_tools_changed = changed
+        async with receive:
+            async for _ in receive:
+                await self._relist(session)
+
+    async def _relist(self, session: UpstreamSession) -> None:
+        name = self.spec.name
+        try:
+            with anyio.fail_after(self.spec.startup_timeout_seconds):
+                listed = await session.list_tools()
+        except (UpstreamFailure, TimeoutError) as exc:
+            reason = str(exc) or f"no answer within {self.spec.startup_timeout_seconds:g} s"
+            log.warning("server '%s' changed its tools, but listing them failed: %s", name, reason)
+            return
+        tools = self._prefixed(listed)
+        if tools == self._tools:
+            return
+        self._tools = tools
+        log.info("server '%s' changed its tools: now %d", name, len(tools))
+        for watcher in list(self._watchers):
+            try:
+                await watcher()
+            except Exception as exc:
+                log.warning(
+                    "server '%s': applying its new tools failed: %s: %s", name, type(exc).__name__, exc
+                )
 
     async def _open(self) -> UpstreamSession:
         """Start the task that owns a new connection; wait until it is up or has failed."""
@@ -191,6 +229,7 @@ class UpstreamProvider:
                             group.cancel_scope.cancel()
 
                         group.start_soon(on_death)
+                        group.start_soon(self._follow_changes, session)
                         await stop.wait()
                         group.cancel_scope.cancel()
             except Exception as exc:

@@ -37,6 +37,10 @@ Upstream requests
 The connection advertises no client capability (no sampling, elicitation or roots), so
 a well-behaved upstream asks for none; one that asks anyway gets the SDK's refusal
 (``-32600 ... not supported``). Log notifications go to the log at DEBUG.
+
+``notifications/tools/list_changed`` calls the connection's ``on_tools_changed`` (set by
+:class:`~awf_mcp.core.upstream.UpstreamProvider`), from the session's reader: it must not
+block, and it does not (the provider lists the tools again in a task of its own).
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ import signal
 import subprocess
 from asyncio.streams import FlowControlMixin
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -102,6 +106,7 @@ class UpstreamConnection:
         self.transcript = transcript
         self.closed = closed
         self.instructions: str | None = None
+        self.on_tools_changed: Callable[[], None] | None = None
 
     def reason(self) -> str:
         """Why the connection ended (or what went wrong on it), redacted."""
@@ -392,8 +397,12 @@ async def _http_streams(spec: ServerSpec, closed: anyio.Event) -> AsyncIterator[
             closed.set()
 
 
-async def _note_transport_error(transcript: Transcript, message: Any) -> None:
-    if isinstance(message, Exception):
+async def _on_message(transcript: Transcript, connection: list[UpstreamConnection], message: Any) -> None:
+    """The session's ``message_handler``: transport errors and ``tools/list_changed``."""
+    if isinstance(message, types.ToolListChangedNotification):
+        if connection and connection[0].on_tools_changed is not None:
+            connection[0].on_tools_changed()
+    elif isinstance(message, Exception):
         text = str(message).strip().splitlines()[0] if str(message).strip() else ""
         transcript.fault = transcript.spec.redact(
             f"{type(message).__name__}: {text}" if text else repr(message)
@@ -411,12 +420,14 @@ async def connect(spec: ServerSpec, cwd: str) -> AsyncIterator[UpstreamConnectio
     transcript = Transcript(spec)
     closed = anyio.Event()
     streams = _http_streams(spec, closed) if spec.url else _stdio_streams(spec, cwd, transcript, closed)
+    opened: list[UpstreamConnection] = []
     async with streams as (reads, writes):
         session = ClientSession(
             reads,
             writes,
             client_info=types.Implementation(name="awf-mcp", version=__version__),
-            message_handler=lambda message: _note_transport_error(transcript, message),
+            message_handler=lambda message: _on_message(transcript, opened, message),
         )
         async with session:
-            yield UpstreamConnection(spec, session, transcript, closed)
+            opened.append(UpstreamConnection(spec, session, transcript, closed))
+            yield opened[0]

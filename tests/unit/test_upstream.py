@@ -16,6 +16,8 @@ from typing import Any
 import anyio
 import pytest
 
+from awf_mcp.core.config import Settings
+from awf_mcp.core.registry import build
 from awf_mcp.core.servers import ServerSpec
 from awf_mcp.core.upstream import (
     ProgressCallback,
@@ -48,6 +50,7 @@ class FakeSession:
         self.behaviour = behaviour
         self.closed = anyio.Event()
         self.instructions: str | None = None
+        self.on_tools_changed: Any = None
 
     async def handshake(self) -> None:
         await anyio.sleep(self.behaviour.handshake_delay)
@@ -113,7 +116,8 @@ async def test_servers_start_concurrently_and_tools_are_prefixed_with_definition
         "server:a",
         {"type": "object"},
     )
-    assert records[0].tool_names == ["s0_echo"]  # bad.name left out
+    assert records[0].tool_names == ["s0_bad.name", "s0_echo"]  # listed; the registry leaves bad.name out
+    assert [d.name for d in build(records[:1], Settings()).definitions()] == ["s0_echo"]
     for record in records + together:
         for entry in record.providers:
             await entry.provider.close()  # type: ignore[misc]
@@ -205,3 +209,52 @@ def test_working_directory_is_relative_to_the_first_root() -> None:
     assert working_directory(spec(cwd="sub/.."), ["/r1"]) == "/r1"
     assert working_directory(spec(cwd="/abs"), ["/r1"]) == "/abs"
     assert working_directory(spec(cwd="repo"), ["/r1"]) == "/r1/repo"
+
+
+async def test_tools_list_changed_lists_again_coalesced_and_tells_the_watchers() -> None:
+    behaviour = Behaviour(tools=("echo",))
+    provider = UpstreamProvider(spec(), fake_connect(behaviour))
+    await provider.start()
+    session = behaviour.live[0]
+    assert session.on_tools_changed is not None  # set by the provider on connecting
+    seen: list[list[str]] = []
+
+    async def watcher() -> None:
+        seen.append([d.name for d in provider.list_tools()])
+
+    provider.watch_tools(watcher)
+    behaviour.tools = ("echo", "more")
+    for _ in range(5):  # a burst of notifications: at most two listings, one change
+        session.on_tools_changed()
+    with anyio.fail_after(2):
+        while not seen:
+            await anyio.sleep(0.01)
+    await anyio.sleep(0.05)
+    assert seen == [["fake_echo", "fake_more"]]
+    session.on_tools_changed()  # the same set again: no change, no call
+    await anyio.sleep(0.05)
+    assert len(seen) == 1
+    await provider.close()
+
+
+async def test_a_failed_listing_after_list_changed_keeps_the_old_tools() -> None:
+    behaviour = Behaviour(tools=("echo",))
+    provider = UpstreamProvider(spec(), fake_connect(behaviour))
+    await provider.start()
+    session = behaviour.live[0]
+
+    async def broken() -> list[ToolDefinition]:
+        raise UpstreamFailure("server 'fake' answered: boom")
+
+    session.list_tools = broken  # type: ignore[method-assign]
+    called: list[int] = []
+
+    async def watcher() -> None:
+        called.append(1)
+
+    provider.watch_tools(watcher)
+    session.on_tools_changed()
+    await anyio.sleep(0.05)
+    assert [d.name for d in provider.list_tools()] == ["fake_echo"] and not called
+    assert not (await provider.call_tool("fake_echo", {})).is_error  # still serving
+    await provider.close()
