@@ -15,9 +15,10 @@ stdio
   plus its ``env``, through :mod:`awf_mcp.ops.upstreamprocess`: its own process group, and
   ``PR_SET_PDEATHSIG`` so a ``kill -9`` of awf-mcp kills it. A process that
   :func:`~awf_mcp.ops.upstreamprocess.launch_early` started for the same launch is used.
-* Its stdout is read through :class:`~awf_mcp.wire.framing.FrameReader`: a line over
-  10 MiB ends the connection (the server is restarted on the next call) and is never
-  buffered whole; a line that is not JSON-RPC is logged and skipped.
+* Its stdout is read by the event loop (no thread): a line over 10 MiB
+  (:data:`~awf_mcp.wire.framing.MAX_MESSAGE_BYTES`) ends the connection (the server is
+  restarted on the next call), at most about twice that buffered; a line that is not
+  JSON-RPC is logged and skipped.
 * Its stderr goes to awf-mcp's log at INFO, each line prefixed ``[<server>]`` and cut at
   :data:`STDERR_LINE_CHARS`; the last lines are kept for the reason of a failed start.
 * Closing: stdin is closed, then after :data:`STDIN_GRACE_SECONDS` the process group gets
@@ -68,7 +69,7 @@ from awf_mcp.core.upstream import ProgressCallback, UpstreamFailure, UpstreamGon
 from awf_mcp.ops.childenv import child_environment
 from awf_mcp.ops.upstreamprocess import claim, launch_key, spawn
 from awf_mcp.ports import ToolAnnotations, ToolContent, ToolDefinition, ToolResult
-from awf_mcp.wire.framing import MAX_MESSAGE_BYTES, Frame, FrameReader
+from awf_mcp.wire.framing import MAX_MESSAGE_BYTES
 
 log = logging.getLogger("awf_mcp.upstream")
 
@@ -281,15 +282,40 @@ def _describe_exit(code: int | None) -> str:
     return f"it exited with code {code}"
 
 
-async def _pipes(process: subprocess.Popen[bytes]) -> tuple[asyncio.StreamWriter, asyncio.StreamReader]:
-    """The event loop's writer for the process's stdin and reader for its stderr."""
-    assert process.stdin is not None and process.stderr is not None
+async def _pipes(
+    process: subprocess.Popen[bytes],
+) -> tuple[asyncio.StreamWriter, asyncio.StreamReader, asyncio.StreamReader]:
+    """The event loop's writer for the process's stdin and readers for its stdout and stderr.
+
+    Both are read by the event loop itself, with no thread: a forwarded call's answer reaches
+    the session without a hand-over between threads. The stdout reader holds at most about
+    twice :data:`~awf_mcp.wire.framing.MAX_MESSAGE_BYTES` before it stops reading.
+    """
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     loop = asyncio.get_running_loop()
     transport, protocol = await loop.connect_write_pipe(FlowControlMixin, process.stdin)
     stdin = asyncio.StreamWriter(transport, protocol, None, loop)
+    stdout = asyncio.StreamReader(limit=MAX_MESSAGE_BYTES)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdout), process.stdout)
     stderr = asyncio.StreamReader(limit=1 << 16)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stderr), process.stderr)
-    return stdin, stderr
+    return stdin, stdout, stderr
+
+
+async def _lines(stdout: asyncio.StreamReader) -> AsyncIterator[bytes | None]:
+    """Each non-empty line of ``stdout`` (stripped), ``None`` for one over the limit (then stops)."""
+    while True:
+        try:
+            line = await stdout.readuntil(b"\n")
+        except asyncio.LimitOverrunError:
+            yield None
+            return
+        except asyncio.IncompleteReadError as exc:  # EOF: a last line without its newline
+            if exc.partial.strip():
+                yield exc.partial.strip()
+            return
+        if line.strip():
+            yield line.strip()
 
 
 @contextlib.asynccontextmanager
@@ -306,44 +332,32 @@ async def _stdio_streams(
         except OSError as exc:
             reason = f"could not start '{spec.command}': {exc.strerror}" if exc.strerror else str(exc)
             raise UpstreamFailure(spec.redact(reason)) from None
-    assert process.stdout is not None
-    read_fd = process.stdout.fileno()
-    stdin, stderr = await _pipes(process)
+    stdin, stdout, stderr = await _pipes(process)
 
     to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](16)
     prefix = f"[{spec.name}]"
 
-    def overflowed() -> None:
-        transcript.fault = f"it sent a message over the {MAX_MESSAGE_BYTES}-byte limit"
-        log.warning("%s %s; closing the connection", prefix, transcript.fault)
-        reading.cancel()
-
-    reading = anyio.CancelScope()
-
     async def pump_stdout() -> None:
         try:
             async with to_session:
-                with reading:
-                    frames = FrameReader(read_fd, MAX_MESSAGE_BYTES, on_overflow=overflowed).frames()
-                    async for item in frames:
-                        if isinstance(item, Frame):
-                            await deliver(item)
-                if reading.cancel_called:
-                    return
+                async for line in _lines(stdout):
+                    if line is None:
+                        transcript.fault = f"it sent a message over the {MAX_MESSAGE_BYTES}-byte limit"
+                        log.warning("%s %s; closing the connection", prefix, transcript.fault)
+                        return
+                    await deliver(line)
                 # EOF: say how the process ended before the session learns that the connection did.
                 await _exited(process, 0.2)
                 transcript.exit = _describe_exit(process.returncode)
-                assert process.stdout is not None
-                process.stdout.close()
         finally:
             closed.set()
 
-    async def deliver(item: Frame) -> None:
+    async def deliver(line: bytes) -> None:
         try:
-            message = types.jsonrpc_message_adapter.validate_json(item.data, by_name=False)
+            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
         except Exception:
-            shown = spec.redact(item.data[:200].decode("utf-8", "replace"))
+            shown = spec.redact(line[:200].decode("utf-8", "replace"))
             transcript.fault = f"it printed a line that is not JSON-RPC on stdout: {shown!r}"
             log.warning("%s %s", prefix, transcript.fault)
             return

@@ -478,3 +478,23 @@ async def test_an_upstreams_tools_list_changed_is_re_merged_and_relayed_to_the_a
             assert text_of(await session.call_tool("chg_extra", {})) == "I am extra"
     errors = stderr_path.read_text()
     assert '"server:chg/chg_bad.one" = "chg_bad_one"' in errors
+
+
+@pytest.mark.anyio
+async def test_calls_in_flight_are_forwarded_concurrently(tmp_path: Path) -> None:
+    """Sixteen 1 s calls to one upstream end together: nothing on the way serialises them."""
+    config = write_config(tmp_path, server_table("chg", sys.executable, [str(CHANGING)]))
+    async with mcp_session("--config", config, "--no-builtins", env=NO_PLUGINS, cwd=tmp_path) as session:
+        await session.list_tools()
+        results: list[str] = []
+
+        async def one() -> None:
+            results.append(text_of(await session.call_tool("chg_wait", {"seconds": 1})))
+
+        started = time.monotonic()
+        async with anyio.create_task_group() as group:
+            for _ in range(16):
+                group.start_soon(one)
+        elapsed = time.monotonic() - started
+    assert results == ["waited"] * 16
+    assert elapsed < 6, f"16 concurrent 1 s calls took {elapsed:.1f} s: they were serialised"
