@@ -151,10 +151,6 @@ def serve_parser() -> argparse.ArgumentParser:
 def serve(argv: Sequence[str]) -> None:
     """``awf-mcp serve ARGV...``: parse, load plugins, serve until EOF or a signal, exit."""
     options = serve_parser().parse_args(list(argv))
-    import anyio
-
-    from awf_mcp.cli import runtime
-
     configure_logging("DEBUG" if options.debug else options.log_level, options.log_format, options.log_file)
     settings = guarded(
         lambda: load_settings(
@@ -168,6 +164,14 @@ def serve(argv: Sequence[str]) -> None:
             output_budget=options.output_budget,
         )
     )
+    if settings.servers and options.transport == "stdio":  # before the imports below: starts overlap
+        from awf_mcp.core.servers import launch_early
+
+        launch_early(settings.servers, settings.roots)
+    import anyio
+
+    from awf_mcp.cli import runtime
+
     observer: Callable[[Any], None] = runtime.log_call
     if options.audit_log:
         from awf_mcp.core.observability import AuditLog

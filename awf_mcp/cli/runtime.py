@@ -218,10 +218,6 @@ async def serve_stdio(
     settings: Settings, version: str, observer: Callable[[CallRecord], None] | None = log_call
 ) -> None:
     """Run ``awf-mcp serve`` on stdio until EOF or a signal; see the module docstring."""
-    if settings.servers:  # before the SDK import below, so the upstreams start meanwhile
-        from awf_mcp.core.upstream import launch_early
-
-        launch_early(settings.servers, settings.roots)
     from awf_mcp.wire.framing import claim_stdio
     from awf_mcp.wire.server import McpServer
 

@@ -41,7 +41,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -51,11 +50,8 @@ from typing import Any, Protocol
 import anyio
 
 from awf_mcp.core.plugins import PluginRecord, ProviderTools
-from awf_mcp.core.servers import ServerSpec
+from awf_mcp.core.servers import ServerSpec, working_directory
 from awf_mcp.errors import PluginError
-from awf_mcp.ops import upstreamprocess
-from awf_mcp.ops.childenv import child_environment
-from awf_mcp.ops.upstreamprocess import launch_key
 from awf_mcp.ports import ToolDefinition, ToolError, ToolResult, current_call
 
 log = logging.getLogger("awf_mcp.upstream")
@@ -112,12 +108,6 @@ def backoff_seconds(deaths: int) -> float:
     if deaths <= 1:
         return 0.0
     return float(min(0.5 * 2 ** (deaths - 2), MAX_BACKOFF_SECONDS))
-
-
-def working_directory(spec: ServerSpec, roots: Sequence[str]) -> str:
-    """``cwd`` of a stdio server: relative to the first root; the first root when unset."""
-    base = roots[0] if roots else os.getcwd()
-    return os.path.normpath(os.path.join(base, os.path.expanduser(spec.cwd))) if spec.cwd else base
 
 
 class UpstreamProvider:
@@ -354,21 +344,6 @@ def _as_failure(exc: BaseException, spec: ServerSpec) -> UpstreamFailure:
 @contextlib.contextmanager
 def _no_limit() -> Any:
     yield
-
-
-def launch_early(specs: Sequence[ServerSpec], roots: Sequence[str] = ()) -> None:
-    """Spawn every enabled stdio server now, so its start overlaps awf-mcp's own.
-
-    The connection made later by :func:`start_all` adopts the process (see
-    :mod:`awf_mcp.ops.upstreamprocess`); nothing is reported here.
-    """
-    launches = {}
-    for spec in specs:
-        if spec.enabled and not spec.problem and spec.transport == "stdio":
-            env = child_environment()
-            env.update(spec.env)
-            launches[spec.name] = launch_key(spec.command, spec.args, env, working_directory(spec, roots))
-    upstreamprocess.launch_early(launches)
 
 
 def instructions(records: Sequence[PluginRecord]) -> str | None:

@@ -18,7 +18,7 @@ import pytest
 
 from awf_mcp.core.config import Settings
 from awf_mcp.core.registry import build
-from awf_mcp.core.servers import ServerSpec
+from awf_mcp.core.servers import ServerSpec, working_directory
 from awf_mcp.core.upstream import (
     ProgressCallback,
     UpstreamFailure,
@@ -26,7 +26,6 @@ from awf_mcp.core.upstream import (
     UpstreamProvider,
     backoff_seconds,
     start_all,
-    working_directory,
 )
 from awf_mcp.errors import PluginError
 from awf_mcp.ports import CallContext, ToolDefinition, ToolResult, bind_call_context, unbind_call_context
