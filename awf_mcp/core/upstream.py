@@ -19,7 +19,7 @@ Contract
   again (notifications arriving meanwhile are coalesced into one more listing); when the
   set differs, every :meth:`UpstreamProvider.watch_tools` callback is awaited (the
   registry's re-merge, which tells the agent). A listing that fails keeps the old set,
-  with a warning.
+  with a warning. A restarted server is listed again the same way.
 * A call is forwarded with its progress (to :func:`~awf_mcp.ports.current_call`'s
   reporter) and its cancellation (the client session sends ``notifications/cancelled``).
   A per-server ``timeout_seconds`` bounds it below the server-wide call timeout.
@@ -172,6 +172,8 @@ class UpstreamProvider:
                 send.send_nowait(None)
 
         session.on_tools_changed = changed
+        if self._tools:  # a restart: the server may have changed while it was down
+            changed()
         async with receive:
             async for _ in receive:
                 await self._relist(session)

@@ -257,3 +257,23 @@ async def test_a_failed_listing_after_list_changed_keeps_the_old_tools() -> None
     assert [d.name for d in provider.list_tools()] == ["fake_echo"] and not called
     assert not (await provider.call_tool("fake_echo", {})).is_error  # still serving
     await provider.close()
+
+
+async def test_a_restarted_server_is_listed_again() -> None:
+    behaviour = Behaviour(tools=("echo", "die"))
+    provider = UpstreamProvider(spec(), fake_connect(behaviour))
+    await provider.start()
+    seen: list[list[str]] = []
+
+    async def watcher() -> None:
+        seen.append([d.name for d in provider.list_tools()])
+
+    provider.watch_tools(watcher)
+    assert (await provider.call_tool("fake_die", {})).is_error
+    behaviour.tools = ("echo", "die", "new")  # upgraded while it was down
+    assert not (await provider.call_tool("fake_echo", {})).is_error  # restarts it
+    with anyio.fail_after(2):
+        while not seen:
+            await anyio.sleep(0.01)
+    assert seen == [["fake_echo", "fake_die", "fake_new"]]
+    await provider.close()
