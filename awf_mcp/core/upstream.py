@@ -16,7 +16,9 @@ Contract
   server's own. The registry checks the names (after ``[rename]``): one that breaks the
   rules is left out with a warning showing the ``[rename]`` line to add.
 * ``notifications/tools/list_changed`` from the server makes the provider list its tools
-  again (notifications arriving meanwhile are coalesced into one more listing); when the
+  again, :data:`RELIST_PAUSE_SECONDS` later (notifications arriving meanwhile, or during
+  the listing, are coalesced into one more listing: a server sending a flood of them gets
+  at most one listing per pause and round trip); when the
   set differs, every :meth:`UpstreamProvider.watch_tools` callback is awaited (the
   registry's re-merge, which tells the agent). A listing that fails keeps the old set,
   with a warning. A restarted server is listed again the same way.
@@ -59,6 +61,8 @@ log = logging.getLogger("awf_mcp.upstream")
 ProgressCallback = Callable[[float, "float | None", "str | None"], None]
 
 MAX_BACKOFF_SECONDS = 30.0
+RELIST_PAUSE_SECONDS = 0.05
+"""After ``tools/list_changed``, how long to wait for more before listing: at most one listing per pause."""
 SHUT_SECONDS = 0.45
 """How long closing waits for a connection to end (stdin EOF, SIGTERM, SIGKILL of its group take
 0.3 s at most) before it stops waiting: under the runtime's 0.5 s bound per provider."""
@@ -176,6 +180,9 @@ class UpstreamProvider:
             changed()
         async with receive:
             async for _ in receive:
+                await anyio.sleep(RELIST_PAUSE_SECONDS)  # a burst becomes one listing
+                with contextlib.suppress(anyio.WouldBlock):
+                    receive.receive_nowait()
                 await self._relist(session)
 
     async def _relist(self, session: UpstreamSession) -> None:

@@ -19,6 +19,8 @@ stdio
   (:data:`~awf_mcp.wire.framing.MAX_MESSAGE_BYTES`) ends the connection (the server is
   restarted on the next call), at most about twice that buffered; a line that is not
   JSON-RPC is logged and skipped.
+* A ``tools/list`` of more than :data:`MAX_LISTED_TOOLS` tools or :data:`MAX_LIST_PAGES`
+  pages fails, so a server that pages forever cannot grow awf-mcp's memory without bound.
 * Its stderr goes to awf-mcp's log at INFO, each line prefixed ``[<server>]`` and cut at
   :data:`STDERR_LINE_CHARS`; the last lines are kept for the reason of a failed start.
 * Closing: stdin is closed, then after :data:`STDIN_GRACE_SECONDS` the process group gets
@@ -77,6 +79,9 @@ STDIN_GRACE_SECONDS = 0.2
 TERM_GRACE_SECONDS = 0.1
 STDERR_LINE_CHARS = 2000
 STDERR_TAIL_LINES = 5
+MAX_LISTED_TOOLS = 10_000
+"""More tools than this from one server (a listing that never ends, say) fail the listing."""
+MAX_LIST_PAGES = 1_000
 
 
 class Transcript:
@@ -130,16 +135,21 @@ class UpstreamConnection:
         """Every tool the server lists (all pages), under the server's own names."""
         tools: list[ToolDefinition] = []
         cursor: str | None = None
-        while True:
+        for _ in range(MAX_LIST_PAGES):
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
             try:
                 page = await self.session.list_tools(params=params)
             except MCPError as exc:
                 raise self._failure(exc) from None
             tools.extend(tool_from_mcp(tool, self.spec.source) for tool in page.tools)
+            if len(tools) > MAX_LISTED_TOOLS:
+                raise UpstreamFailure(
+                    f"it listed more than {MAX_LISTED_TOOLS} tools; awf-mcp serves at most that many"
+                )
             cursor = page.next_cursor
             if not cursor:
                 return tools
+        raise UpstreamFailure(f"its tools/list went on for more than {MAX_LIST_PAGES} pages")
 
     async def call_tool(
         self, name: str, arguments: Mapping[str, Any], progress: ProgressCallback | None

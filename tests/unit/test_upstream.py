@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 
 from awf_mcp.core.config import Settings
 from awf_mcp.core.registry import build
 from awf_mcp.core.servers import ServerSpec, working_directory
 from awf_mcp.core.upstream import (
+    RELIST_PAUSE_SECONDS,
     ProgressCallback,
     UpstreamFailure,
     UpstreamGone,
@@ -40,6 +42,7 @@ class Behaviour:
     handshake_delay: float = 0.0
     tools: tuple[str, ...] = ("echo",)
     opened: int = 0
+    listings: int = 0
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     live: list[FakeSession] = field(default_factory=list)
 
@@ -59,6 +62,7 @@ class FakeSession:
         return "it was killed by SIGKILL" if self.closed.is_set() else ""
 
     async def list_tools(self) -> list[ToolDefinition]:
+        self.behaviour.listings += 1
         return [
             ToolDefinition(name=n, description=f"{n} tool", input_schema={"type": "object"})
             for n in self.behaviour.tools
@@ -277,3 +281,48 @@ async def test_a_restarted_server_is_listed_again() -> None:
             await anyio.sleep(0.01)
     assert seen == [["fake_echo", "fake_die", "fake_new"]]
     await provider.close()
+
+
+async def test_a_flood_of_list_changed_costs_a_listing_per_pause() -> None:
+    behaviour = Behaviour(tools=("echo",))
+    provider = UpstreamProvider(spec(), fake_connect(behaviour))
+    await provider.start()
+    session = behaviour.live[0]
+    started = time.monotonic()
+    for _ in range(200):
+        session.on_tools_changed()
+        await anyio.sleep(0.001)
+    await anyio.sleep(RELIST_PAUSE_SECONDS * 3)
+    pauses = (time.monotonic() - started) / RELIST_PAUSE_SECONDS
+    assert 2 <= behaviour.listings <= pauses + 2, (behaviour.listings, pauses)
+    await provider.close()
+
+
+async def test_a_tools_list_that_pages_forever_is_cut_off() -> None:
+    """The SDK's own server paging without end, through the SDK's own client session."""
+    from mcp.client.session import ClientSession
+    from mcp.server.lowlevel import Server
+    from mcp.shared.message import SessionMessage
+
+    from awf_mcp.wire.client import MAX_LISTED_TOOLS, Transcript, UpstreamConnection
+
+    async def endless(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        page = int(params.cursor) if params is not None and params.cursor else 0
+        tools = [types.Tool(name=f"t{page}_{i}", input_schema={"type": "object"}) for i in range(500)]
+        return types.ListToolsResult(tools=tools, next_cursor=str(page + 1))
+
+    server: Any = Server("endless", on_list_tools=endless)
+    to_server, server_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+    to_client, client_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+    upstream = spec("endless")
+    async with anyio.create_task_group() as group:
+        group.start_soon(server.run, server_reads, to_client, server.create_initialization_options())
+        async with ClientSession(client_reads, to_server) as session:
+            connection = UpstreamConnection(upstream, session, Transcript(upstream), anyio.Event())
+            await connection.handshake()
+            with (
+                anyio.fail_after(30),
+                pytest.raises(UpstreamFailure, match=f"more than {MAX_LISTED_TOOLS} tools"),
+            ):
+                await connection.list_tools()
+        group.cancel_scope.cancel()
