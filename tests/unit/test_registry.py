@@ -279,3 +279,20 @@ async def test_a_new_collision_at_runtime_drops_the_newcomer_and_keeps_serving(
     await provider_of(second).change("two_y", "two_z", "two_z", source="server:two")
     assert [d.name for d in registry.definitions()] == ["one_x", "one_z", "two_z"]
     assert "tool name 'two_z' is now claimed by server:two twice" in caplog.text
+
+
+@pytest.mark.anyio
+async def test_a_changed_schema_under_the_same_name_is_the_one_calls_are_checked_against() -> None:
+    from awf_mcp.core.calls import ToolInvoker
+
+    rec = upstream("up", "up_a")
+    invoker = ToolInvoker(build([rec], Settings()), timeout_seconds=5)
+    assert not (await invoker.call("up_a", {"text": "x"})).is_error
+    provider = provider_of(rec)
+    number = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    provider.definitions = [ToolDefinition("up_a", "now takes a number", number, source="server:up")]
+    for watcher in provider.watchers:
+        await watcher()
+    refused = await invoker.call("up_a", {"text": "x"})
+    assert refused.is_error and "'n' is a required property" in refused.content[0].text
+    assert not (await invoker.call("up_a", {"n": 1})).is_error
