@@ -18,10 +18,10 @@ Contract
 * ``notifications/tools/list_changed`` from the server makes the provider list its tools
   again, :data:`RELIST_PAUSE_SECONDS` later (notifications arriving meanwhile, or during
   the listing, are coalesced into one more listing: a server sending a flood of them gets
-  at most one listing per pause and round trip); when the
-  set differs, every :meth:`UpstreamProvider.watch_tools` callback is awaited (the
-  registry's re-merge, which tells the agent). A listing that fails keeps the old set,
-  with a warning. A restarted server is listed again the same way.
+  at most one listing per pause and round trip); when the set differs, every
+  :meth:`UpstreamProvider.watch_tools` callback is awaited (the registry's re-merge, which
+  tells the agent). A listing that fails keeps the old set, with a warning. A restarted
+  server is listed again the same way.
 * A call is forwarded with its progress (to :func:`~awf_mcp.ports.current_call`'s
   reporter) and its cancellation (the client session sends ``notifications/cancelled``).
   A per-server ``timeout_seconds`` bounds it below the server-wide call timeout.
@@ -172,8 +172,8 @@ class UpstreamProvider:
         send, receive = anyio.create_memory_object_stream[None](1)
 
         def changed() -> None:
-            with contextlib.suppress(anyio.WouldBlock):
-                send.send_nowait(None)
+            with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                send.send_nowait(None)  # one pending is enough; none once the connection has ended
 
         session.on_tools_changed = changed
         if self._tools:  # a restart: the server may have changed while it was down
