@@ -294,8 +294,9 @@ def _describe_exit(code: int | None) -> str:
 
 async def _pipes(
     process: subprocess.Popen[bytes],
-) -> tuple[asyncio.StreamWriter, asyncio.StreamReader, asyncio.StreamReader]:
-    """The event loop's writer for the process's stdin and readers for its stdout and stderr.
+) -> tuple[asyncio.StreamWriter, asyncio.StreamReader, asyncio.StreamReader, list[asyncio.BaseTransport]]:
+    """The event loop's writer for the process's stdin, readers for its stdout and stderr, and
+    the readers' transports (to close once the process is stopped).
 
     Both are read by the event loop itself, with no thread: a forwarded call's answer reaches
     the session without a hand-over between threads. The stdout reader holds at most about
@@ -306,10 +307,10 @@ async def _pipes(
     transport, protocol = await loop.connect_write_pipe(FlowControlMixin, process.stdin)
     stdin = asyncio.StreamWriter(transport, protocol, None, loop)
     stdout = asyncio.StreamReader(limit=MAX_MESSAGE_BYTES)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdout), process.stdout)
+    out, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdout), process.stdout)
     stderr = asyncio.StreamReader(limit=1 << 16)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stderr), process.stderr)
-    return stdin, stdout, stderr
+    err, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stderr), process.stderr)
+    return stdin, stdout, stderr, [out, err]
 
 
 async def _lines(stdout: asyncio.StreamReader) -> AsyncIterator[bytes | None]:
@@ -342,7 +343,7 @@ async def _stdio_streams(
         except OSError as exc:
             reason = f"could not start '{spec.command}': {exc.strerror}" if exc.strerror else str(exc)
             raise UpstreamFailure(spec.redact(reason)) from None
-    stdin, stdout, stderr = await _pipes(process)
+    stdin, stdout, stderr, readers = await _pipes(process)
 
     to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](16)
@@ -403,6 +404,8 @@ async def _stdio_streams(
         finally:
             with anyio.CancelScope(shield=True):
                 await stop_process(process, stdin)
+            for reader in readers:  # one paused by an over-long line never reads its EOF
+                reader.close()
             group.cancel_scope.cancel()
 
 
