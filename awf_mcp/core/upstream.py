@@ -23,8 +23,9 @@ Contract
   tells the agent). A listing that fails keeps the old set, with a warning. A restarted
   server is listed again the same way.
 * A call is forwarded with its progress (to :func:`~awf_mcp.ports.current_call`'s
-  reporter) and its cancellation (the client session sends ``notifications/cancelled``).
-  A per-server ``timeout_seconds`` bounds it below the server-wide call timeout.
+  reporter; the upstream is asked for progress only when the client asked) and its
+  cancellation (the client session sends ``notifications/cancelled``). A per-server
+  ``timeout_seconds`` bounds it below the server-wide call timeout.
 * When the connection dies, its in-flight calls end in an ``isError`` result that says
   so; the next call restarts it. Restarts after consecutive deaths wait
   :func:`backoff_seconds`; a call inside that wait gets an ``isError`` saying when the
@@ -54,7 +55,7 @@ import anyio
 from awf_mcp.core.plugins import PluginRecord, ProviderTools
 from awf_mcp.core.servers import ServerSpec, working_directory
 from awf_mcp.errors import PluginError
-from awf_mcp.ports import ToolDefinition, ToolError, ToolResult, current_call
+from awf_mcp.ports import CallContext, ToolDefinition, ToolError, ToolResult, current_call
 
 log = logging.getLogger("awf_mcp.upstream")
 
@@ -319,7 +320,7 @@ class UpstreamProvider:
         context = current_call()
         try:
             with anyio.fail_after(self.spec.timeout_seconds) if self.spec.timeout_seconds else _no_limit():
-                result = await session.call_tool(tool, arguments, context.report_progress)
+                result = await session.call_tool(tool, arguments, _wanted_progress(context))
         except UpstreamGone as exc:
             self._mark_down(str(exc))
             return ToolResult.error(
@@ -353,6 +354,15 @@ def _as_failure(exc: BaseException, spec: ServerSpec) -> UpstreamFailure:
 @contextlib.contextmanager
 def _no_limit() -> Any:
     yield
+
+
+_NO_PROGRESS = CallContext(tool_name="").report_progress
+"""The reporter of a call whose client asked for no progress: :class:`CallContext`'s default."""
+
+
+def _wanted_progress(context: CallContext) -> ProgressCallback | None:
+    """The call's progress reporter, or ``None`` (then no progress token goes upstream)."""
+    return None if context.report_progress is _NO_PROGRESS else context.report_progress
 
 
 def instructions(records: Sequence[PluginRecord]) -> str | None:

@@ -43,6 +43,7 @@ class Behaviour:
     tools: tuple[str, ...] = ("echo",)
     opened: int = 0
     listings: int = 0
+    progress_asked: list[bool] = field(default_factory=list)
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     live: list[FakeSession] = field(default_factory=list)
 
@@ -72,6 +73,7 @@ class FakeSession:
         self, name: str, arguments: Mapping[str, Any], progress: ProgressCallback | None
     ) -> ToolResult:
         self.behaviour.calls.append((name, dict(arguments)))
+        self.behaviour.progress_asked.append(progress is not None)
         if name == "die":
             self.closed.set()
             raise UpstreamGone(self.reason())
@@ -174,6 +176,12 @@ async def test_calls_are_forwarded_under_the_upstreams_name_with_progress() -> N
     assert result.content[0].text == "echo:{'text': 'hi'}"
     assert reports == [(1, 2, "half")]
     assert provider.instructions == "fake instructions"
+    token = bind_call_context(CallContext("fake_echo"))  # the client asked for no progress
+    try:
+        await provider.call_tool("fake_echo", {"text": "quiet"})
+    finally:
+        unbind_call_context(token)
+    assert behaviour.progress_asked == [True, False]  # so none is asked of the upstream
     await provider.close()
 
 
