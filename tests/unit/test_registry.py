@@ -296,3 +296,10 @@ async def test_a_changed_schema_under_the_same_name_is_the_one_calls_are_checked
     refused = await invoker.call("up_a", {"text": "x"})
     assert refused.is_error and "'n' is a required property" in refused.content[0].text
     assert not (await invoker.call("up_a", {"n": 1})).is_error
+
+
+def test_the_client_prefix_is_the_name_awf_mcp_config_writes() -> None:
+    from awf_mcp.core.registry import CLIENT_SERVER_NAME
+    from awf_mcp.ops.clientconfig import DEFAULT_SERVER_NAME
+
+    assert CLIENT_SERVER_NAME == DEFAULT_SERVER_NAME
