@@ -385,7 +385,8 @@ class McpServer:
         )
         for key, (_, session) in list(self._listed_by.items()):
             try:
-                await session.send_tool_list_changed()  # on the connection's own channel
+                with anyio.move_on_after(1.0):  # a client that does not read holds up no other
+                    await session.send_tool_list_changed()  # on the connection's own channel
             except Exception as exc:  # a client gone meanwhile
                 self._listed_by.pop(key, None)
                 log.debug("tools/list_changed not sent: %s", describe_exception(exc))
