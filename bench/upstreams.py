@@ -4,13 +4,17 @@ The upstreams are server-everything, server-memory (npm, ``tests/upstreams/``) a
 mcp-server-time (PyPI, the test extra), all on stdio. Measured in one run:
 
 * start-up: spawn -> ``initialize`` -> ``tools/list`` of each upstream alone (median of
-  the runs; the slowest is the reference) and of ``awf-mcp serve --no-builtins`` with all
-  three (every tool listed);
+  the runs; the slowest is the reference), of ``awf-mcp serve --no-builtins`` with all
+  three (every tool listed), and of ``awf-mcp serve`` with no upstream (its built-ins): the
+  floor, awf-mcp's own start-up, which no work on upstreams can go below;
 * ``everything_echo`` calls/s, sequential and with 16 requests in flight, direct and
   through awf-mcp;
 * a forwarded call's added latency, p50 and p99: per-call latency through awf-mcp minus
   the direct p50 / p99 (sequential calls);
-* process-tree RSS: awf-mcp with its three upstreams vs the sum of the three alone.
+* process-tree RSS: awf-mcp with its three upstreams vs the sum of the three alone, each
+  upstream measured after the same work it did behind awf-mcp (server-everything's heap
+  grows by about 30 MiB over the echo calls; server-memory and mcp-server-time get none),
+  and awf-mcp's own process apart.
 
 FastMCP is not installed here, so the ratios to FastMCP's mounted proxy use the figures
 recorded when the targets were set (206 calls/s sequential, 198 with 16 in flight, same
@@ -26,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from client import Connection, ServerError
+from client import Connection, ServerError, _rss_of
 
 REPO = Path(__file__).resolve().parent.parent
 NODE_SERVERS = REPO / "tests" / "upstreams" / "node_modules" / "@modelcontextprotocol"
@@ -105,14 +109,15 @@ def bench_upstream(setup: Any, report: Any) -> None:
     env = setup.base_env(AWF_MCP_NO_PLUGINS="1")
     awf = [setup.awf_script, "serve", "--no-builtins", "--root", str(setup.work), "--config", str(config)]
     awf.extend(["--log-level", "ERROR"])
+    floor = [setup.awf_script, "serve", "--root", str(setup.work), "--log-level", "ERROR"]
     cwd = str(setup.work)
     runs = setup.runs
-    starts: dict[str, list[float]] = {name: [] for name in [*argv, "awf-mcp"]}
+    starts: dict[str, list[float]] = {name: [] for name in [*argv, "awf-mcp", "floor"]}
     counts: dict[str, int] = {}
     for round_index in range(runs + 1):
-        for name, command in [*argv.items(), ("awf-mcp", awf)]:
+        for name, command in [*argv.items(), ("awf-mcp", awf), ("floor", floor)]:
             elapsed, count, conn = _start(command, env, cwd)
-            conn.kill() if name != "awf-mcp" else conn.close_stdin_and_wait()
+            conn.kill() if name in argv else conn.close_stdin_and_wait()
             if round_index:  # the first round is untimed: page cache, .pyc files, npm's module cache
                 starts[name].append(elapsed)
                 counts[name] = count
@@ -134,8 +139,17 @@ def bench_upstream(setup: Any, report: Any) -> None:
     )
     if counts["awf-mcp"] != upstream_tools:
         raise ServerError(f"awf-mcp listed {counts['awf-mcp']} tools, the upstreams {upstream_tools}")
+    report.row(
+        "upstream",
+        f"start-up to tools/list: awf-mcp alone, no upstream (the floor) [{counts['floor']} tools]",
+        medians["floor"] * 1000,
+        "ms",
+    )
     startup_ratio = medians["awf-mcp"] / slowest
     report.row("upstream", "start-up: awf-mcp / slowest upstream alone", startup_ratio, "x")
+    report.row(
+        "upstream", "start-up floor: awf-mcp alone / slowest upstream alone", medians["floor"] / slowest, "x"
+    )
     report.target("upstream start-up <= 1.3 x slowest upstream", startup_ratio, 1.3, "<=")
 
     calls = 300 if setup.quick else 2000
@@ -151,15 +165,16 @@ def bench_upstream(setup: Any, report: Any) -> None:
         direct_wide = _in_flight(direct, "echo", calls)
         awf_wide = _in_flight(proxied, "everything_echo", calls)
         tree_rss = proxied.rss_bytes()
+        awf_own_rss = _rss_of(proxied.pid)
+        alone_rss = direct.rss_bytes()  # server-everything after the same calls as behind awf-mcp
     finally:
         direct.kill()
         proxied.close_stdin_and_wait()
-    alone_rss = 0
     for name, command in argv.items():
+        if name == "everything":
+            continue
         _, _, conn = _start(command, env, cwd)
         try:
-            if name == "everything":
-                _sequential(conn, "echo", 50)
             alone_rss += conn.rss_bytes()
         finally:
             conn.kill()
@@ -174,6 +189,7 @@ def bench_upstream(setup: Any, report: Any) -> None:
     report.row("upstream", "forwarded call, added latency p99", added_p99, "ms")
     report.row("upstream", "process-tree RSS: three upstreams alone", alone_rss / mib, "MiB")
     report.row("upstream", "process-tree RSS: awf-mcp with the three", tree_rss / mib, "MiB")
+    report.row("upstream", "RSS of the awf-mcp process itself", awf_own_rss / mib, "MiB")
     sequential_ratio = awf_rate / FASTMCP_MOUNTED_SEQUENTIAL
     wide_ratio = awf_wide / FASTMCP_MOUNTED_16_IN_FLIGHT
     rss_ratio = tree_rss / alone_rss
@@ -192,6 +208,6 @@ def bench_upstream(setup: Any, report: Any) -> None:
         "direct_16_in_flight_calls_per_s": direct_wide,
         "awf_16_in_flight_calls_per_s": awf_wide,
         "added_latency_ms": {"p50": added_p50, "p99": added_p99},
-        "rss_bytes": {"alone": alone_rss, "awf_tree": tree_rss},
+        "rss_bytes": {"alone": alone_rss, "awf_tree": tree_rss, "awf_process": awf_own_rss},
         "python": sys.version.split()[0],
     }

@@ -86,8 +86,9 @@ def _run(options: ServeOptions, work: Callable[[Any], Awaitable[T]]) -> T:
 
     from awf_mcp.cli import runtime
     from awf_mcp.core import config
+    from awf_mcp.core.observability import configure_logging
 
-    runtime.configure_logging("WARNING")
+    configure_logging("WARNING")
     settings = config.load(options)
 
     async def run() -> T:

@@ -833,7 +833,7 @@ def doctor_command(
 ) -> None:
     """Check the clients' awf entries, plugins, upstream servers, roots and search engine; say how to fix each
     problem. Exits 1 when something is broken."""
-    from awf_mcp.cli.runtime import configure_logging
+    from awf_mcp.core.observability import configure_logging
     from awf_mcp.errors import UserError
 
     if timeout <= 0:

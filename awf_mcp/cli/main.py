@@ -37,14 +37,19 @@ def exit_now_if_threads_linger(code: int) -> None:
 def serve(argv: Sequence[str]) -> None:
     """``awf-mcp serve ARGV...``: parse, load plugins, serve until EOF or a signal, exit."""
     options, launch = parse_serve(argv)
+    from awf_mcp.core import config
+    from awf_mcp.core.observability import configure_logging
+
+    configure_logging("DEBUG" if launch.debug else launch.log_level, launch.log_format, launch.log_file)
+    settings = config.load(options)
+    if settings.servers and launch.transport == "stdio":  # before the imports below: starts overlap
+        from awf_mcp.core.servers import launch_early
+
+        launch_early(settings.servers, settings.roots)
     import anyio
 
     from awf_mcp.cli import runtime
-    from awf_mcp.core import config
 
-    level = "DEBUG" if launch.debug else launch.log_level
-    runtime.configure_logging(level, launch.log_format, launch.log_file)
-    settings = config.load(options)
     observer: Callable[[Any], None] = runtime.log_call
     if launch.audit_log:
         from awf_mcp.core.observability import AuditLog

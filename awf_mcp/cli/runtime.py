@@ -20,7 +20,6 @@ import contextlib
 import gc
 import logging
 import signal
-import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
@@ -38,7 +37,7 @@ from awf_mcp.core.registry import Registry, build
 from awf_mcp.core.roots import ClientRoots
 from awf_mcp.core.upstream import Connect, start_all
 from awf_mcp.core.upstream import instructions as upstream_instructions
-from awf_mcp.errors import UserError, describe_exception
+from awf_mcp.errors import describe_exception
 from awf_mcp.ports import ToolProvider
 
 log = logging.getLogger("awf_mcp")
@@ -60,33 +59,6 @@ class Runtime:
     def providers(self) -> list[ToolProvider]:
         """Every provider that was created, served or not: all of them get ``close()``."""
         return self.plugins.providers
-
-
-def configure_logging(level: str, log_format: str = "text", log_file: str | None = None) -> None:
-    """Send the ``awf_mcp`` loggers to stderr (or ``log_file``), as text or JSON lines."""
-    numeric = logging.getLevelName(level.upper())
-    if not isinstance(numeric, int):
-        raise UserError(f"unknown log level '{level}'; use DEBUG, INFO, WARNING or ERROR")
-    if log_format not in ("text", "json"):
-        raise UserError(f"unknown log format '{log_format}'; use text or json")
-    handler: logging.Handler
-    if log_file:
-        try:
-            handler = logging.FileHandler(log_file, encoding="utf-8")
-        except OSError as exc:
-            raise UserError(f"cannot open log file {log_file}: {exc.strerror or exc}") from None
-    else:
-        handler = logging.StreamHandler(sys.stderr)
-    if log_format == "json":
-        from awf_mcp.core.observability import JsonLogFormatter
-
-        handler.setFormatter(JsonLogFormatter())
-    else:
-        handler.setFormatter(logging.Formatter("awf-mcp: %(levelname)s: %(message)s"))
-    root = logging.getLogger("awf_mcp")
-    root.handlers[:] = [handler]
-    root.setLevel(numeric)
-    root.propagate = False
 
 
 def report_failed_plugin(record: PluginRecord) -> None:
@@ -261,10 +233,6 @@ async def serve_stdio(
     settings: Settings, version: str, observer: Callable[[CallRecord], None] | None = log_call
 ) -> None:
     """Run ``awf-mcp serve`` on stdio until EOF or a signal; see the module docstring."""
-    if settings.servers:  # before the SDK import below, so the upstreams start meanwhile
-        from awf_mcp.core.upstream import launch_early
-
-        launch_early(settings.servers, settings.roots)
     from awf_mcp.wire.framing import claim_stdio
     from awf_mcp.wire.server import McpServer
 

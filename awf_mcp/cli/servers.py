@@ -62,7 +62,7 @@ def servers_list(
     options: ServeOptions,
 ) -> None:
     """Start each configured server, show its state and tools, and stop it."""
-    from awf_mcp.cli.runtime import configure_logging
+    from awf_mcp.core.observability import configure_logging
 
     configure_logging("ERROR")
     rows = _states(options)

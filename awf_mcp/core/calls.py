@@ -207,12 +207,14 @@ class ToolInvoker:
         return None
 
     def _validate(self, tool: RegisteredTool, arguments: Mapping[str, Any]) -> str | None:
-        validator = self._validators.get(tool.name)
-        if validator is None:
+        cached = self._validators.get(tool.name)
+        if cached is not None and cached[0] is tool.definition:  # the registry may re-merge at runtime
+            validator = cached[1]
+        else:
             from jsonschema import Draft202012Validator
 
             validator = Draft202012Validator(dict(tool.definition.input_schema))
-            self._validators[tool.name] = validator
+            self._validators[tool.name] = (tool.definition, validator)
         errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))
         if not errors:
             return None

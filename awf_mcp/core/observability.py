@@ -19,6 +19,9 @@ Contract
 * :func:`call_span` opens one OpenTelemetry span per call (``tools/call NAME``)
   with attributes ``tool.name``, ``tool.source`` and, at the end,
   ``tool.is_error``. Without a configured exporter the API is a no-op.
+* :func:`configure_logging` sends the ``awf_mcp`` loggers to stderr or a file, as
+  text or JSON lines; a bad level, format or file is a :class:`~awf_mcp.errors.UserError`.
+  It imports nothing heavy, so ``serve`` can set up logging before the SDK loads.
 """
 
 from __future__ import annotations
@@ -29,9 +32,12 @@ import json
 import logging
 import os
 import re
+import sys
 import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
+
+from awf_mcp.errors import UserError
 
 if TYPE_CHECKING:
     from awf_mcp.core.calls import CallRecord
@@ -130,3 +136,28 @@ def call_span(tool: str, source: str) -> Iterator[Any]:
         f"tools/call {tool}", attributes={"tool.name": tool, "tool.source": source}
     ) as span:
         yield span
+
+
+def configure_logging(level: str, log_format: str = "text", log_file: str | None = None) -> None:
+    """Send the ``awf_mcp`` loggers to stderr (or ``log_file``), as text or JSON lines."""
+    numeric = logging.getLevelName(level.upper())
+    if not isinstance(numeric, int):
+        raise UserError(f"unknown log level '{level}'; use DEBUG, INFO, WARNING or ERROR")
+    if log_format not in ("text", "json"):
+        raise UserError(f"unknown log format '{log_format}'; use text or json")
+    handler: logging.Handler
+    if log_file:
+        try:
+            handler = logging.FileHandler(log_file, encoding="utf-8")
+        except OSError as exc:
+            raise UserError(f"cannot open log file {log_file}: {exc.strerror or exc}") from None
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+    if log_format == "json":
+        handler.setFormatter(JsonLogFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("awf-mcp: %(levelname)s: %(message)s"))
+    root = logging.getLogger("awf_mcp")
+    root.handlers[:] = [handler]
+    root.setLevel(numeric)
+    root.propagate = False

@@ -17,16 +17,38 @@ loader and the :class:`~awf_mcp.core.config.Settings`, and returns a
 * Any name claimed twice — across plugins or inside one — is a fatal
   :class:`~awf_mcp.errors.ToolNameError` naming the tool, both sources and the
   two ways out (exclude one, or rename one).
+* Upstream servers' tools (source ``server:<name>``) are checked one by one, after
+  ``[rename]``, ``only`` and ``exclude``: one whose name breaks the rules, or whose input
+  schema is not an object schema, is left out with a warning (fatal with ``strict``);
+  the warning shows the exact ``[rename]`` line to add (:func:`rename_advice`). One whose
+  name passes 64 characters as a client names it (``mcp__awf__<tool>``) is served, with
+  the same advice.
+
+Tool sets that change at runtime
+--------------------------------
+A provider that implements :class:`ChangingProvider` (an upstream server, which may
+send ``notifications/tools/list_changed``) is given :meth:`Registry.refresh` to call
+after its tool set changed. ``refresh`` re-merges every record under the same rules,
+except that nothing is fatal: a name newly claimed twice keeps the tool that was
+already served and leaves the newcomer out with a log line; a rename or
+``plugin_tools`` operation whose tool is gone is ignored. The new set replaces the old
+in one assignment, so a reader sees one or the other; a call in flight holds its
+:class:`RegisteredTool` and finishes on it. When the served set changed, every
+:meth:`Registry.watch` listener is awaited (the SDK adapter tells the agent).
 """
 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Sequence
+import logging
+import re
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any, Protocol, runtime_checkable
 
 from awf_mcp.core.config import PROXY_CODE, Settings
 from awf_mcp.core.plugins import PluginRecord
+from awf_mcp.core.servers import SOURCE_PREFIX as SERVER_SOURCE_PREFIX
 from awf_mcp.errors import ConfigError, PluginError, ToolNameError, UnknownToolError
 from awf_mcp.ports import (
     BUILTIN_SOURCE,
@@ -36,6 +58,29 @@ from awf_mcp.ports import (
     ToolProvider,
     client_tool_name,
 )
+
+log = logging.getLogger("awf_mcp.registry")
+
+CLIENT_SERVER_NAME = "awf"
+"""The name agents are configured to know awf-mcp by (``awf-mcp config``): their ``mcp__awf__`` prefix.
+
+The same as :data:`awf_mcp.ops.clientconfig.DEFAULT_SERVER_NAME`, not imported from it to keep that
+module off ``serve``'s start-up path (a unit test holds the two equal)."""
+
+Listener = Callable[[], Awaitable[object]]
+
+
+@runtime_checkable
+class ChangingProvider(Protocol):
+    """A provider whose tool set may change while serving; see the module docstring."""
+
+    def list_tools(self) -> list[ToolDefinition]:
+        """The current tools."""
+        ...
+
+    def watch_tools(self, on_change: Listener) -> None:
+        """Have ``on_change`` awaited after each change of :meth:`list_tools`."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,30 +98,79 @@ class RegisteredTool:
 
 
 class Registry:
-    """The served tools, by name; built by :func:`build`."""
+    """The served tools, by name; built by :func:`build`, re-merged by :meth:`refresh`."""
 
-    def __init__(self, tools: Iterable[RegisteredTool]) -> None:
-        self._tools = sorted(tools, key=lambda tool: tool.name)
-        self._by_name = {tool.name: tool for tool in self._tools}
+    def __init__(
+        self,
+        tools: Iterable[RegisteredTool],
+        *,
+        records: Sequence[PluginRecord] = (),
+        settings: Settings | None = None,
+    ) -> None:
+        self._records = list(records)
+        self._settings = settings or Settings()
+        self._listeners: list[Listener] = []
+        self._served: tuple[list[RegisteredTool], dict[str, RegisteredTool]] = ([], {})
+        self._replace(tools)
+
+    def _replace(self, tools: Iterable[RegisteredTool]) -> None:
+        ordered = sorted(tools, key=lambda tool: tool.name)
+        self._served = (ordered, {tool.name: tool for tool in ordered})  # one assignment
 
     def __len__(self) -> int:
-        return len(self._tools)
+        return len(self._served[0])
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
-        return iter(self._tools)
+    def __iter__(self) -> Iterator[RegisteredTool]:
+        return iter(self._served[0])
 
     def definitions(self) -> list[ToolDefinition]:
         """Every served tool's definition, sorted by name."""
-        return [tool.definition for tool in self._tools]
+        return [tool.definition for tool in self._served[0]]
 
     def lookup(self, name: str) -> RegisteredTool:
         """The tool called ``name``; :class:`UnknownToolError` if there is none."""
+        by_name = self._served[1]
         try:
-            return self._by_name[name]
+            return by_name[name]
         except KeyError:
-            close = fnmatch.filter(self._by_name, f"*{name[:3]}*") if name else []
+            close = fnmatch.filter(by_name, f"*{name[:3]}*") if name else []
             hint = f"; did you mean {', '.join(close[:3])}?" if close else ""
             raise UnknownToolError(f"unknown tool '{name}'{hint}") from None
+
+    @property
+    def can_change(self) -> bool:
+        """True when a served provider may change its tools (so clients may get ``list_changed``)."""
+        return any(isinstance(entry.provider, ChangingProvider) for entry in self._live_entries())
+
+    def watch(self, listener: Listener) -> None:
+        """Have ``listener`` awaited after each :meth:`refresh` that changed the served set."""
+        self._listeners.append(listener)
+
+    def _live_entries(self) -> Iterator[Any]:
+        for record in self._records:
+            if record.ok:
+                yield from record.providers
+
+    async def refresh(self) -> bool:
+        """Re-merge after a provider's tool set changed; see the module docstring. True if it changed."""
+        for entry in self._live_entries():
+            if isinstance(entry.provider, ChangingProvider):
+                entry.tools = entry.provider.list_tools()
+        before = self._served[0]
+        chosen = _merge(self._records, self._settings, served=self._served[1])
+        after = sorted(chosen.values(), key=lambda tool: tool.name)
+        if [t.definition for t in after] == [t.definition for t in before] and all(
+            a.provider is b.provider for a, b in zip(after, before, strict=True)
+        ):
+            return False
+        self._replace(after)
+        log.info("the served tools changed: %d tools", len(after))
+        for listener in list(self._listeners):
+            try:
+                await listener()
+            except Exception as exc:
+                log.warning("a tools-changed listener failed: %s: %s", type(exc).__name__, exc)
+        return True
 
 
 def name_problem(name: object) -> str | None:
@@ -91,12 +185,63 @@ def name_problem(name: object) -> str | None:
     return None
 
 
-def long_names(definitions: Iterable[ToolDefinition], server: str = "awf") -> list[str]:
+def long_names(definitions: Iterable[ToolDefinition], server: str = CLIENT_SERVER_NAME) -> list[str]:
     """Names that pass 64 characters once a client prefixes them (``mcp__<server>__<tool>``)."""
     return [d.name for d in definitions if len(client_tool_name(server, d.name)) > MAX_TOOL_NAME_LENGTH]
 
 
+def _toml_string(text: str) -> str:
+    """``text`` as a TOML basic string (a lone surrogate, which TOML cannot hold, becomes U+FFFD)."""
+    out = []
+    for char in text:
+        code = ord(char)
+        if char in '"\\':
+            out.append("\\" + char)
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\u{code:04X}")
+        elif 0xD800 <= code <= 0xDFFF:
+            out.append("\ufffd")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def rename_advice(tool: ToolDefinition, server: str) -> str:
+    """The ``[rename]`` line that gives upstream ``tool`` (prefixed ``<server>_``) a valid name.
+
+    The suggested name keeps the ``<server>_`` prefix, replaces every run of other
+    characters with ``_``, and is cut so that a client's ``mcp__awf__`` prefix still
+    fits in 64 characters.
+    """
+    room = MAX_TOOL_NAME_LENGTH - len(client_tool_name(CLIENT_SERVER_NAME, "_")) + 1
+    own = tool.name.removeprefix(f"{server}_")
+    cleaned = _NAME_UNSAFE.sub("_", own).strip("_") or "tool"
+    suggested = f"{server}_{cleaned}"[:room].rstrip("_-")
+    key = f"{tool.source}/{tool.name}"
+    return f"add to awf-mcp.toml under [rename]: {_toml_string(key)} = {_toml_string(suggested)}"
+
+
+def _upstream_tool_problem(record: PluginRecord, tool: ToolDefinition, served_as: str) -> str | None:
+    """Why upstream ``tool`` (served as ``served_as``) cannot be served, or ``None``."""
+    own = tool.name.removeprefix(f"{record.name}_")
+    if not isinstance(tool.input_schema, dict) or tool.input_schema.get("type", "object") != "object":
+        return (
+            f"server '{record.name}': tool '{own}' is left out: its input schema is not a JSON object schema"
+        )
+    problem = name_problem(served_as)
+    if problem:
+        return (
+            f"server '{record.name}': tool '{own}' is left out: {problem}; {rename_advice(tool, record.name)}"
+        )
+    return None
+
+
 def _plugin_problem(record: PluginRecord) -> str | None:
+    if record.source.startswith(SERVER_SOURCE_PREFIX):
+        return None  # checked tool by tool, after renames (see the module docstring)
     for entry in record.providers:
         for tool in entry.tools:
             if not isinstance(tool, ToolDefinition):
@@ -125,7 +270,9 @@ def _collision(name: str, first: RegisteredTool, second: RegisteredTool) -> Tool
     )
 
 
-def _select_proxy_tools(settings: Settings, records: Sequence[PluginRecord]) -> set[str] | None:
+def _select_proxy_tools(
+    settings: Settings, records: Sequence[PluginRecord], *, lenient: bool = False
+) -> set[str] | None:
     """Names the AWF ``plugin_tools`` selection exposes, or ``None`` when there is no selection."""
     if settings.plugin_tools is None:
         return None
@@ -151,6 +298,8 @@ def _select_proxy_tools(settings: Settings, records: Sequence[PluginRecord]) -> 
         for operation in selection.expose:
             tool = f"{selection.plugin}_{operation}"
             if tool not in names and operation not in names:
+                if lenient:
+                    continue
                 offered = ", ".join(n.removeprefix(f"{selection.plugin}_") for n in sorted(names))
                 raise ConfigError(
                     f"plugin '{selection.plugin}' has no operation '{operation}' (it offers: {offered})",
@@ -158,6 +307,93 @@ def _select_proxy_tools(settings: Settings, records: Sequence[PluginRecord]) -> 
                 )
             exposed.add(tool if tool in names else operation)
     return exposed
+
+
+def _same_tool(a: RegisteredTool, b: RegisteredTool) -> bool:
+    return a.provider is b.provider and a.original_name == b.original_name
+
+
+def _runtime_collision(
+    name: str, first: RegisteredTool, second: RegisteredTool, served: Mapping[str, RegisteredTool]
+) -> RegisteredTool:
+    """The tool that keeps ``name`` at a refresh: the one already served, else the first; logs the other."""
+    old = served.get(name)
+    keep, drop = (second, first) if old is not None and _same_tool(old, second) else (first, second)
+    a, b = keep.definition.source, drop.definition.source
+    where = f"both {a} and {b}" if a != b else f"{a} twice"
+    log.warning(
+        "tool name '%s' is now claimed by %s; the tool '%s' of %s is left out: "
+        'rename it in awf-mcp.toml ([rename] "%s/%s" = "<new_name>")',
+        name,
+        where,
+        drop.original_name,
+        b,
+        b,
+        drop.original_name,
+    )
+    return keep
+
+
+def _merge(
+    records: Sequence[PluginRecord], settings: Settings, served: Mapping[str, RegisteredTool] | None = None
+) -> dict[str, RegisteredTool]:
+    """The served tools by name: at start-up (``served`` is ``None``) strictly, else leniently."""
+    at_start = served is None
+    live = [record for record in records if record.ok]
+    exposed = _select_proxy_tools(settings, live, lenient=not at_start)
+    unused_renames = dict(settings.renames)
+    chosen: dict[str, RegisteredTool] = {}
+    for record in live:
+        upstream = record.source.startswith(SERVER_SOURCE_PREFIX)
+        for entry in record.providers:
+            for tool in entry.tools:
+                if exposed is not None and record.source != BUILTIN_SOURCE and tool.name not in exposed:
+                    continue
+                qualified = f"{tool.source}/{tool.name}"
+                new_name = unused_renames.pop(qualified, None) or unused_renames.pop(tool.name, None)
+                definition = tool
+                if new_name:
+                    problem = name_problem(new_name)
+                    if problem:
+                        if at_start:
+                            raise ConfigError(f"rename of '{tool.name}': {problem}")
+                        log.warning("rename of '%s' ignored: %s", tool.name, problem)
+                    else:
+                        definition = replace(tool, name=new_name)
+                if settings.only and not _matches(settings.only, tool.name, definition.name):
+                    continue
+                if _matches(settings.exclude, tool.name, definition.name):
+                    continue
+                if upstream:
+                    problem = _upstream_tool_problem(record, tool, definition.name)
+                    if problem:
+                        if at_start and settings.strict:
+                            raise PluginError(problem)
+                        log.warning("%s", problem)
+                        continue
+                    if long_names([definition]):
+                        log.warning(
+                            "server '%s': tool '%s' is served as '%s', over %d characters as %s; "
+                            "some clients refuse it: %s",
+                            record.name,
+                            tool.name.removeprefix(f"{record.name}_"),
+                            definition.name,
+                            MAX_TOOL_NAME_LENGTH,
+                            client_tool_name(CLIENT_SERVER_NAME, definition.name),
+                            rename_advice(tool, record.name),
+                        )
+                registered = RegisteredTool(definition, entry.provider, tool.name)
+                if definition.name in chosen:
+                    if served is None:
+                        raise _collision(definition.name, chosen[definition.name], registered)
+                    registered = _runtime_collision(
+                        definition.name, chosen[definition.name], registered, served
+                    )
+                chosen[definition.name] = registered
+    if unused_renames and at_start:
+        name = next(iter(unused_renames))
+        raise ConfigError(f"rename names tool '{name}', which no plugin offers")
+    return chosen
 
 
 def build(records: Sequence[PluginRecord], settings: Settings) -> Registry:
@@ -171,37 +407,14 @@ def build(records: Sequence[PluginRecord], settings: Settings) -> Registry:
                 raise PluginError(f"{record.describe()} returned invalid tools: {problem}")
             record.fail(problem)
 
-    live = [record for record in records if record.ok]
-    exposed = _select_proxy_tools(settings, live)
-    unused_renames = dict(settings.renames)
-    chosen: dict[str, RegisteredTool] = {}
-    for record in live:
-        for entry in record.providers:
-            for tool in entry.tools:
-                if exposed is not None and record.source != BUILTIN_SOURCE and tool.name not in exposed:
-                    continue
-                qualified = f"{tool.source}/{tool.name}"
-                new_name = unused_renames.pop(qualified, None) or unused_renames.pop(tool.name, None)
-                definition = tool
-                if new_name:
-                    problem = name_problem(new_name)
-                    if problem:
-                        raise ConfigError(f"rename of '{tool.name}': {problem}")
-                    definition = replace(tool, name=new_name)
-                if settings.only and not _matches(settings.only, tool.name, definition.name):
-                    continue
-                if _matches(settings.exclude, tool.name, definition.name):
-                    continue
-                registered = RegisteredTool(definition, entry.provider, tool.name)
-                if definition.name in chosen:
-                    raise _collision(definition.name, chosen[definition.name], registered)
-                chosen[definition.name] = registered
-    if unused_renames:
-        name = next(iter(unused_renames))
-        raise ConfigError(f"rename names tool '{name}', which no plugin offers")
+    chosen = _merge(records, settings)
     if not chosen and not settings.builtins:
         raise ConfigError(
             "no tools to serve: the built-ins are off and no plugin contributed a tool",
             code=f"{PROXY_CODE}.EMPTY_PROXY",
         )
-    return Registry(chosen.values())
+    registry = Registry(chosen.values(), records=records, settings=settings)
+    for entry in registry._live_entries():
+        if isinstance(entry.provider, ChangingProvider):
+            entry.provider.watch_tools(registry.refresh)
+    return registry

@@ -23,15 +23,19 @@ configuration can be pasted in), into :class:`ServerSpec` objects sorted by name
   (``env`` and ``headers`` by key only, ``args`` as written, before expansion).
 * Names follow the tool-name rules without ``_`` (it separates the server from the
   tool: ``<server>_<tool>``); a bad name or key is a :class:`ConfigError` naming it.
+* :func:`working_directory` is where a stdio server runs; :func:`launch_early` spawns the
+  stdio servers as soon as the configuration is read (``serve`` calls it before importing
+  anything heavy), so their start overlaps awf-mcp's own.
 
-Standard library only.
+Standard library only (and, inside :func:`launch_early`, the standard-library-only
+:mod:`awf_mcp.ops` modules that start processes).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -55,6 +59,8 @@ _KEYS = {
 _AGENT_KEYS = {"type", "transport", "httpUrl", "timeout", "trust", "description", "disabled"}
 _HTTP_TYPES = {"http", "streamable-http", "streamableHttp", "streamable_http"}
 REDACTED = "***"
+SOURCE_PREFIX = "server:"
+"""Every upstream tool's ``source`` starts with this: ``server:<name>``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +90,7 @@ class ServerSpec:
     @property
     def source(self) -> str:
         """The ``source`` label of this server's tools: ``server:<name>``."""
-        return f"server:{self.name}"
+        return f"{SOURCE_PREFIX}{self.name}"
 
     def redact(self, text: str) -> str:
         """``text`` with every secret value replaced by ``***``."""
@@ -234,3 +240,28 @@ def parse(
             where = f"[servers.{name}] in {path}" if key == "servers" else f"mcpServers.{name} in {path}"
             specs[name] = parse_one(name, settings, where, environ)
     return tuple(specs[name] for name in sorted(specs))
+
+
+def working_directory(spec: ServerSpec, roots: Sequence[str]) -> str:
+    """``cwd`` of a stdio server: relative to the first root; the first root when unset."""
+    base = roots[0] if roots else os.getcwd()
+    return os.path.normpath(os.path.join(base, os.path.expanduser(spec.cwd))) if spec.cwd else base
+
+
+def launch_early(specs: Sequence[ServerSpec], roots: Sequence[str] = ()) -> None:
+    """Spawn every enabled stdio server now, so its start overlaps awf-mcp's own.
+
+    The connection made later adopts the process (see :mod:`awf_mcp.ops.upstreamprocess`);
+    nothing is reported here: a server that cannot start is reported by the normal path.
+    """
+    from awf_mcp.ops import upstreamprocess
+    from awf_mcp.ops.childenv import child_environment
+
+    launches = {}
+    for spec in specs:
+        if spec.enabled and not spec.problem and spec.transport == "stdio":
+            env = child_environment()
+            env.update(spec.env)
+            key = upstreamprocess.launch_key(spec.command, spec.args, env, working_directory(spec, roots))
+            launches[spec.name] = key
+    upstreamprocess.launch_early(launches)

@@ -13,11 +13,19 @@ Contract
   is reported (``on_failure``) with its name and reason and served without; with
   ``strict`` the failure raises :class:`~awf_mcp.errors.PluginError`.
 * Tools are named ``<server>_<tool>``; description, schemas and annotations are the
-  server's own. A tool whose prefixed name breaks the name rules is left out, with a
-  warning naming it.
+  server's own. The registry checks the names (after ``[rename]``): one that breaks the
+  rules is left out with a warning showing the ``[rename]`` line to add.
+* ``notifications/tools/list_changed`` from the server makes the provider list its tools
+  again, :data:`RELIST_PAUSE_SECONDS` later (notifications arriving meanwhile, or during
+  the listing, are coalesced into one more listing: a server sending a flood of them gets
+  at most one listing per pause and round trip); when the set differs, every
+  :meth:`UpstreamProvider.watch_tools` callback is awaited (the registry's re-merge, which
+  tells the agent). A listing that fails keeps the old set, with a warning. A restarted
+  server is listed again the same way.
 * A call is forwarded with its progress (to :func:`~awf_mcp.ports.current_call`'s
-  reporter) and its cancellation (the client session sends ``notifications/cancelled``).
-  A per-server ``timeout_seconds`` bounds it below the server-wide call timeout.
+  reporter; the upstream is asked for progress only when the client asked) and its
+  cancellation (the client session sends ``notifications/cancelled``). A per-server
+  ``timeout_seconds`` bounds it below the server-wide call timeout.
 * When the connection dies, its in-flight calls end in an ``isError`` result that says
   so; the next call restarts it. Restarts after consecutive deaths wait
   :func:`backoff_seconds`; a call inside that wait gets an ``isError`` saying when the
@@ -36,9 +44,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from typing import Any, Protocol
@@ -46,19 +53,17 @@ from typing import Any, Protocol
 import anyio
 
 from awf_mcp.core.plugins import PluginRecord, ProviderTools
-from awf_mcp.core.registry import name_problem
-from awf_mcp.core.servers import ServerSpec
+from awf_mcp.core.servers import ServerSpec, working_directory
 from awf_mcp.errors import PluginError
-from awf_mcp.ops import upstreamprocess
-from awf_mcp.ops.childenv import child_environment
-from awf_mcp.ops.upstreamprocess import launch_key
-from awf_mcp.ports import ToolDefinition, ToolError, ToolResult, current_call
+from awf_mcp.ports import CallContext, ToolDefinition, ToolError, ToolResult, current_call
 
 log = logging.getLogger("awf_mcp.upstream")
 
 ProgressCallback = Callable[[float, "float | None", "str | None"], None]
 
 MAX_BACKOFF_SECONDS = 30.0
+RELIST_PAUSE_SECONDS = 0.05
+"""After ``tools/list_changed``, how long to wait for more before listing: at most one listing per pause."""
 SHUT_SECONDS = 0.45
 """How long closing waits for a connection to end (stdin EOF, SIGTERM, SIGKILL of its group take
 0.3 s at most) before it stops waiting: under the runtime's 0.5 s bound per provider."""
@@ -77,6 +82,8 @@ class UpstreamSession(Protocol):
 
     closed: anyio.Event
     instructions: str | None
+    on_tools_changed: Callable[[], None] | None
+    """Called (synchronously, from the session's reader) for each ``tools/list_changed``."""
 
     def reason(self) -> str:
         """Why the connection ended, or what went wrong on it."""
@@ -108,12 +115,6 @@ def backoff_seconds(deaths: int) -> float:
     return float(min(0.5 * 2 ** (deaths - 2), MAX_BACKOFF_SECONDS))
 
 
-def working_directory(spec: ServerSpec, roots: Sequence[str]) -> str:
-    """``cwd`` of a stdio server: relative to the first root; the first root when unset."""
-    base = roots[0] if roots else os.getcwd()
-    return os.path.normpath(os.path.join(base, os.path.expanduser(spec.cwd))) if spec.cwd else base
-
-
 class UpstreamProvider:
     """One upstream server as a :class:`~awf_mcp.ports.ToolProvider`; see the module docstring."""
 
@@ -127,6 +128,7 @@ class UpstreamProvider:
         self._stop = anyio.Event()
         self._lock = anyio.Lock()
         self._tools: list[ToolDefinition] = []
+        self._watchers: list[Callable[[], Awaitable[object]]] = []
         self.deaths = 0
         self.down_since = 0.0
         self.last_reason = ""
@@ -138,8 +140,12 @@ class UpstreamProvider:
         return self._session is not None and not self._session.closed.is_set()
 
     def list_tools(self) -> list[ToolDefinition]:
-        """The tools listed at start-up, prefixed ``<server>_``."""
+        """The tools last listed (at start-up, or after ``tools/list_changed``), prefixed ``<server>_``."""
         return list(self._tools)
+
+    def watch_tools(self, on_change: Callable[[], Awaitable[object]]) -> None:
+        """Have ``on_change`` awaited after each change of :meth:`list_tools`."""
+        self._watchers.append(on_change)
 
     async def start(self) -> list[ToolDefinition]:
         """Connect and list the tools, within ``startup_timeout_seconds``; raises :class:`UpstreamFailure`."""
@@ -160,15 +166,47 @@ class UpstreamProvider:
         return self.list_tools()
 
     def _prefixed(self, listed: Sequence[ToolDefinition]) -> list[ToolDefinition]:
-        tools = []
-        for tool in listed:
-            name = f"{self._prefix}{tool.name}"
-            problem = name_problem(name)
-            if problem:
-                log.warning("server '%s': tool '%s' left out: %s", self.spec.name, tool.name, problem)
-                continue
-            tools.append(replace(tool, name=name, source=self.spec.source))
-        return tools
+        return [replace(tool, name=f"{self._prefix}{tool.name}", source=self.spec.source) for tool in listed]
+
+    async def _follow_changes(self, session: UpstreamSession) -> None:
+        """List the tools again after each ``tools/list_changed`` (coalesced); see the module docstring."""
+        send, receive = anyio.create_memory_object_stream[None](1)
+
+        def changed() -> None:
+            with contextlib.suppress(anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                send.send_nowait(None)  # one pending is enough; none once the connection has ended
+
+        session.on_tools_changed = changed
+        if self._tools:  # a restart: the server may have changed while it was down
+            changed()
+        async with receive:
+            async for _ in receive:
+                await anyio.sleep(RELIST_PAUSE_SECONDS)  # a burst becomes one listing
+                with contextlib.suppress(anyio.WouldBlock):
+                    receive.receive_nowait()
+                await self._relist(session)
+
+    async def _relist(self, session: UpstreamSession) -> None:
+        name = self.spec.name
+        try:
+            with anyio.fail_after(self.spec.startup_timeout_seconds):
+                listed = await session.list_tools()
+        except (UpstreamFailure, TimeoutError) as exc:
+            reason = str(exc) or f"no answer within {self.spec.startup_timeout_seconds:g} s"
+            log.warning("server '%s' changed its tools, but listing them failed: %s", name, reason)
+            return
+        tools = self._prefixed(listed)
+        if tools == self._tools:
+            return
+        self._tools = tools
+        log.info("server '%s' changed its tools: now %d", name, len(tools))
+        for watcher in list(self._watchers):
+            try:
+                await watcher()
+            except Exception as exc:
+                log.warning(
+                    "server '%s': applying its new tools failed: %s: %s", name, type(exc).__name__, exc
+                )
 
     async def _open(self) -> UpstreamSession:
         """Start the task that owns a new connection; wait until it is up or has failed."""
@@ -191,6 +229,7 @@ class UpstreamProvider:
                             group.cancel_scope.cancel()
 
                         group.start_soon(on_death)
+                        group.start_soon(self._follow_changes, session)
                         await stop.wait()
                         group.cancel_scope.cancel()
             except Exception as exc:
@@ -281,7 +320,7 @@ class UpstreamProvider:
         context = current_call()
         try:
             with anyio.fail_after(self.spec.timeout_seconds) if self.spec.timeout_seconds else _no_limit():
-                result = await session.call_tool(tool, arguments, context.report_progress)
+                result = await session.call_tool(tool, arguments, _wanted_progress(context))
         except UpstreamGone as exc:
             self._mark_down(str(exc))
             return ToolResult.error(
@@ -317,19 +356,13 @@ def _no_limit() -> Any:
     yield
 
 
-def launch_early(specs: Sequence[ServerSpec], roots: Sequence[str] = ()) -> None:
-    """Spawn every enabled stdio server now, so its start overlaps awf-mcp's own.
+_NO_PROGRESS = CallContext(tool_name="").report_progress
+"""The reporter of a call whose client asked for no progress: :class:`CallContext`'s default."""
 
-    The connection made later by :func:`start_all` adopts the process (see
-    :mod:`awf_mcp.ops.upstreamprocess`); nothing is reported here.
-    """
-    launches = {}
-    for spec in specs:
-        if spec.enabled and not spec.problem and spec.transport == "stdio":
-            env = child_environment()
-            env.update(spec.env)
-            launches[spec.name] = launch_key(spec.command, spec.args, env, working_directory(spec, roots))
-    upstreamprocess.launch_early(launches)
+
+def _wanted_progress(context: CallContext) -> ProgressCallback | None:
+    """The call's progress reporter, or ``None`` (then no progress token goes upstream)."""
+    return None if context.report_progress is _NO_PROGRESS else context.report_progress
 
 
 def instructions(records: Sequence[PluginRecord]) -> str | None:

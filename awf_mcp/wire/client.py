@@ -15,9 +15,12 @@ stdio
   plus its ``env``, through :mod:`awf_mcp.ops.upstreamprocess`: its own process group, and
   ``PR_SET_PDEATHSIG`` so a ``kill -9`` of awf-mcp kills it. A process that
   :func:`~awf_mcp.ops.upstreamprocess.launch_early` started for the same launch is used.
-* Its stdout is read through :class:`~awf_mcp.wire.framing.FrameReader`: a line over
-  10 MiB ends the connection (the server is restarted on the next call) and is never
-  buffered whole; a line that is not JSON-RPC is logged and skipped.
+* Its stdout is read by the event loop (no thread): a line over 10 MiB
+  (:data:`~awf_mcp.wire.framing.MAX_MESSAGE_BYTES`) ends the connection (the server is
+  restarted on the next call), at most about twice that buffered; a line that is not
+  JSON-RPC is logged and skipped.
+* A ``tools/list`` of more than :data:`MAX_LISTED_TOOLS` tools or :data:`MAX_LIST_PAGES`
+  pages fails, so a server that pages forever cannot grow awf-mcp's memory without bound.
 * Its stderr goes to awf-mcp's log at INFO, each line prefixed ``[<server>]`` and cut at
   :data:`STDERR_LINE_CHARS`; the last lines are kept for the reason of a failed start.
 * Closing: stdin is closed, then after :data:`STDIN_GRACE_SECONDS` the process group gets
@@ -37,6 +40,10 @@ Upstream requests
 The connection advertises no client capability (no sampling, elicitation or roots), so
 a well-behaved upstream asks for none; one that asks anyway gets the SDK's refusal
 (``-32600 ... not supported``). Log notifications go to the log at DEBUG.
+
+``notifications/tools/list_changed`` calls the connection's ``on_tools_changed`` (set by
+:class:`~awf_mcp.core.upstream.UpstreamProvider`), from the session's reader: it must not
+block, and it does not (the provider lists the tools again in a task of its own).
 """
 
 from __future__ import annotations
@@ -49,7 +56,7 @@ import signal
 import subprocess
 from asyncio.streams import FlowControlMixin
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -64,7 +71,7 @@ from awf_mcp.core.upstream import ProgressCallback, UpstreamFailure, UpstreamGon
 from awf_mcp.ops.childenv import child_environment
 from awf_mcp.ops.upstreamprocess import claim, launch_key, spawn
 from awf_mcp.ports import ToolAnnotations, ToolContent, ToolDefinition, ToolResult
-from awf_mcp.wire.framing import MAX_MESSAGE_BYTES, Frame, FrameReader
+from awf_mcp.wire.framing import MAX_MESSAGE_BYTES
 
 log = logging.getLogger("awf_mcp.upstream")
 
@@ -72,6 +79,9 @@ STDIN_GRACE_SECONDS = 0.2
 TERM_GRACE_SECONDS = 0.1
 STDERR_LINE_CHARS = 2000
 STDERR_TAIL_LINES = 5
+MAX_LISTED_TOOLS = 10_000
+"""More tools than this from one server (a listing that never ends, say) fail the listing."""
+MAX_LIST_PAGES = 1_000
 
 
 class Transcript:
@@ -102,6 +112,7 @@ class UpstreamConnection:
         self.transcript = transcript
         self.closed = closed
         self.instructions: str | None = None
+        self.on_tools_changed: Callable[[], None] | None = None
 
     def reason(self) -> str:
         """Why the connection ended (or what went wrong on it), redacted."""
@@ -124,16 +135,21 @@ class UpstreamConnection:
         """Every tool the server lists (all pages), under the server's own names."""
         tools: list[ToolDefinition] = []
         cursor: str | None = None
-        while True:
+        for _ in range(MAX_LIST_PAGES):
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
             try:
                 page = await self.session.list_tools(params=params)
             except MCPError as exc:
                 raise self._failure(exc) from None
             tools.extend(tool_from_mcp(tool, self.spec.source) for tool in page.tools)
+            if len(tools) > MAX_LISTED_TOOLS:
+                raise UpstreamFailure(
+                    f"it listed more than {MAX_LISTED_TOOLS} tools; awf-mcp serves at most that many"
+                )
             cursor = page.next_cursor
             if not cursor:
                 return tools
+        raise UpstreamFailure(f"its tools/list went on for more than {MAX_LIST_PAGES} pages")
 
     async def call_tool(
         self, name: str, arguments: Mapping[str, Any], progress: ProgressCallback | None
@@ -276,15 +292,41 @@ def _describe_exit(code: int | None) -> str:
     return f"it exited with code {code}"
 
 
-async def _pipes(process: subprocess.Popen[bytes]) -> tuple[asyncio.StreamWriter, asyncio.StreamReader]:
-    """The event loop's writer for the process's stdin and reader for its stderr."""
-    assert process.stdin is not None and process.stderr is not None
+async def _pipes(
+    process: subprocess.Popen[bytes],
+) -> tuple[asyncio.StreamWriter, asyncio.StreamReader, asyncio.StreamReader, list[asyncio.BaseTransport]]:
+    """The event loop's writer for the process's stdin, readers for its stdout and stderr, and
+    the readers' transports (to close once the process is stopped).
+
+    Both are read by the event loop itself, with no thread: a forwarded call's answer reaches
+    the session without a hand-over between threads. The stdout reader holds at most about
+    twice :data:`~awf_mcp.wire.framing.MAX_MESSAGE_BYTES` before it stops reading.
+    """
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     loop = asyncio.get_running_loop()
     transport, protocol = await loop.connect_write_pipe(FlowControlMixin, process.stdin)
     stdin = asyncio.StreamWriter(transport, protocol, None, loop)
+    stdout = asyncio.StreamReader(limit=MAX_MESSAGE_BYTES)
+    out, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdout), process.stdout)
     stderr = asyncio.StreamReader(limit=1 << 16)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stderr), process.stderr)
-    return stdin, stderr
+    err, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stderr), process.stderr)
+    return stdin, stdout, stderr, [out, err]
+
+
+async def _lines(stdout: asyncio.StreamReader) -> AsyncIterator[bytes | None]:
+    """Each non-empty line of ``stdout`` (stripped), ``None`` for one over the limit (then stops)."""
+    while True:
+        try:
+            line = await stdout.readuntil(b"\n")
+        except asyncio.LimitOverrunError:
+            yield None
+            return
+        except asyncio.IncompleteReadError as exc:  # EOF: a last line without its newline
+            if exc.partial.strip():
+                yield exc.partial.strip()
+            return
+        if line.strip():
+            yield line.strip()
 
 
 @contextlib.asynccontextmanager
@@ -301,44 +343,32 @@ async def _stdio_streams(
         except OSError as exc:
             reason = f"could not start '{spec.command}': {exc.strerror}" if exc.strerror else str(exc)
             raise UpstreamFailure(spec.redact(reason)) from None
-    assert process.stdout is not None
-    read_fd = process.stdout.fileno()
-    stdin, stderr = await _pipes(process)
+    stdin, stdout, stderr, readers = await _pipes(process)
 
     to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](16)
     prefix = f"[{spec.name}]"
 
-    def overflowed() -> None:
-        transcript.fault = f"it sent a message over the {MAX_MESSAGE_BYTES}-byte limit"
-        log.warning("%s %s; closing the connection", prefix, transcript.fault)
-        reading.cancel()
-
-    reading = anyio.CancelScope()
-
     async def pump_stdout() -> None:
         try:
             async with to_session:
-                with reading:
-                    frames = FrameReader(read_fd, MAX_MESSAGE_BYTES, on_overflow=overflowed).frames()
-                    async for item in frames:
-                        if isinstance(item, Frame):
-                            await deliver(item)
-                if reading.cancel_called:
-                    return
+                async for line in _lines(stdout):
+                    if line is None:
+                        transcript.fault = f"it sent a message over the {MAX_MESSAGE_BYTES}-byte limit"
+                        log.warning("%s %s; closing the connection", prefix, transcript.fault)
+                        return
+                    await deliver(line)
                 # EOF: say how the process ended before the session learns that the connection did.
                 await _exited(process, 0.2)
                 transcript.exit = _describe_exit(process.returncode)
-                assert process.stdout is not None
-                process.stdout.close()
         finally:
             closed.set()
 
-    async def deliver(item: Frame) -> None:
+    async def deliver(line: bytes) -> None:
         try:
-            message = types.jsonrpc_message_adapter.validate_json(item.data, by_name=False)
+            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
         except Exception:
-            shown = spec.redact(item.data[:200].decode("utf-8", "replace"))
+            shown = spec.redact(line[:200].decode("utf-8", "replace"))
             transcript.fault = f"it printed a line that is not JSON-RPC on stdout: {shown!r}"
             log.warning("%s %s", prefix, transcript.fault)
             return
@@ -374,6 +404,8 @@ async def _stdio_streams(
         finally:
             with anyio.CancelScope(shield=True):
                 await stop_process(process, stdin)
+            for reader in readers:  # one paused by an over-long line never reads its EOF
+                reader.close()
             group.cancel_scope.cancel()
 
 
@@ -392,8 +424,12 @@ async def _http_streams(spec: ServerSpec, closed: anyio.Event) -> AsyncIterator[
             closed.set()
 
 
-async def _note_transport_error(transcript: Transcript, message: Any) -> None:
-    if isinstance(message, Exception):
+async def _on_message(transcript: Transcript, connection: list[UpstreamConnection], message: Any) -> None:
+    """The session's ``message_handler``: transport errors and ``tools/list_changed``."""
+    if isinstance(message, types.ToolListChangedNotification):
+        if connection and connection[0].on_tools_changed is not None:
+            connection[0].on_tools_changed()
+    elif isinstance(message, Exception):
         text = str(message).strip().splitlines()[0] if str(message).strip() else ""
         transcript.fault = transcript.spec.redact(
             f"{type(message).__name__}: {text}" if text else repr(message)
@@ -411,12 +447,14 @@ async def connect(spec: ServerSpec, cwd: str) -> AsyncIterator[UpstreamConnectio
     transcript = Transcript(spec)
     closed = anyio.Event()
     streams = _http_streams(spec, closed) if spec.url else _stdio_streams(spec, cwd, transcript, closed)
+    opened: list[UpstreamConnection] = []
     async with streams as (reads, writes):
         session = ClientSession(
             reads,
             writes,
             client_info=types.Implementation(name="awf-mcp", version=__version__),
-            message_handler=lambda message: _note_transport_error(transcript, message),
+            message_handler=lambda message: _on_message(transcript, opened, message),
         )
         async with session:
-            yield UpstreamConnection(spec, session, transcript, closed)
+            opened.append(UpstreamConnection(spec, session, transcript, closed))
+            yield opened[0]

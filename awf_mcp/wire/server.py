@@ -16,7 +16,11 @@ Public surface
     ``serve_stdio(wire)``  serve one client over the claimed stdio descriptors
                          (see :mod:`awf_mcp.wire.framing`) until EOF or cancellation;
     ``serve_http(host, port, token=...)``  serve the SDK's Streamable HTTP
-                         transport at ``/mcp`` until cancelled.
+                         transport at ``/mcp`` until cancelled;
+    ``notify_tools_changed()``  send ``notifications/tools/list_changed`` to every
+                         client that listed the tools (awaited by the registry
+                         after a re-merge; ``listChanged`` is advertised on stdio
+                         when the registry can change).
 
 HTTP
 ----
@@ -103,7 +107,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel import Server
+from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity, compact_json
 from mcp.server.validation import wants_sampling_tools
 from mcp.shared.exceptions import MCPError
@@ -133,6 +137,9 @@ EOF_GRACE_SECONDS = 0.7
 SERVER_NAME = "awf-mcp-server"
 """The ``serverInfo.name`` of the Go server, kept for parity."""
 
+
+LISTED_BY_LIMIT = 64
+"""How many client connections (HTTP sessions) are told of a tools change: the latest to list them."""
 
 RESULT_BYTE_LIMIT = MAX_MESSAGE_BYTES - 64 * 1024
 """The largest encoded tool result sent; the rest of the frame limit is kept for the envelope."""
@@ -539,6 +546,8 @@ class McpServer:
     ) -> None:
         self.invoker = invoker
         self._tools = types.ListToolsResult(tools=[tool_to_mcp(d) for d in invoker.registry.definitions()])
+        self._listed_by: dict[int, Any] = {}  # per client connection: a session that listed the tools
+        invoker.registry.watch(self.notify_tools_changed)
         self.sdk_server: Server[Any] = Server(
             name,
             version=version,
@@ -561,7 +570,26 @@ class McpServer:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        connection = ctx.session.client_params  # one per handshake-era connection (else no list_changed)
+        if connection is not None:
+            self._listed_by.pop(id(connection), None)
+            self._listed_by[id(connection)] = (connection, ctx.session)
+            while len(self._listed_by) > LISTED_BY_LIMIT:
+                self._listed_by.pop(next(iter(self._listed_by)))
         return self._tools
+
+    async def notify_tools_changed(self) -> None:
+        """Serve the registry's current tools and tell each client that listed them."""
+        self._tools = types.ListToolsResult(
+            tools=[tool_to_mcp(d) for d in self.invoker.registry.definitions()]
+        )
+        for key, (_, session) in list(self._listed_by.items()):
+            try:
+                with anyio.move_on_after(1.0):  # a client that does not read holds up no other
+                    await session.send_tool_list_changed()  # on the connection's own channel
+            except Exception as exc:  # a client gone meanwhile
+                self._listed_by.pop(key, None)
+                log.debug("tools/list_changed not sent: %s", describe_exception(exc))
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -643,8 +671,9 @@ class McpServer:
                         writer.write(data)
 
         async def run_session() -> None:
+            changes = NotificationOptions(tools_changed=self.invoker.registry.can_change)
             await self.sdk_server.run(
-                session_reads, session_writes, self.sdk_server.create_initialization_options()
+                session_reads, session_writes, self.sdk_server.create_initialization_options(changes)
             )
             input_scope.cancel()
 

@@ -30,6 +30,9 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp_types import ToolListChangedNotification
 
 from tests.e2e.test_http import TOKEN as HTTP_TOKEN
 from tests.e2e.test_http import http_server  # noqa: F401  (the fixture)
@@ -39,6 +42,7 @@ from tests.helpers.harness import (
     marked_pids,
     mcp_session,
     server_command,
+    server_env,
     text_of,
     wait_until,
 )
@@ -47,6 +51,7 @@ pytestmark = pytest.mark.e2e
 
 UPSTREAMS = Path(__file__).resolve().parents[1] / "upstreams"
 FAKE = UPSTREAMS / "fake_upstream.py"
+CHANGING = UPSTREAMS / "changing_upstream.py"
 NODE_SERVERS = UPSTREAMS / "node_modules" / "@modelcontextprotocol"
 NO_PLUGINS = {"AWF_MCP_NO_PLUGINS": "1"}
 
@@ -264,7 +269,8 @@ def test_faulty_upstreams_are_reported_by_name_and_the_others_served(tmp_path: P
         assert "[garbage] it printed a line that is not JSON-RPC on stdout: 'this is not JSON'" in errors
         assert "server 'quitter' not served" in errors and "it exited with code 3" in errors
         assert "server 'flood' not served" in errors and "over the 10485760-byte limit" in errors
-        assert "server 'fake': tool 'bad.name' left out" in errors
+        assert "server 'fake': tool 'bad.name' is left out: tool name 'fake_bad.name' is invalid" in errors
+        assert 'add to awf-mcp.toml under [rename]: "server:fake/fake_bad.name" = "fake_bad_name"' in errors
         assert elapsed < 8, f"start-up took {elapsed:.1f} s with two 1 s start-up timeouts"
     assert wait_until(lambda: not marked_pids(str(markers)), timeout=5)
 
@@ -379,7 +385,8 @@ def test_servers_list_shows_states_and_tools_and_no_secret(tmp_path: Path, marke
     assert secret not in done.stdout + done.stderr
     rows = {row["name"]: row for row in json.loads(done.stdout)["servers"]}
     assert rows["fake"]["state"] == "running"
-    assert rows["fake"]["tools"] == ["fake_audio", "fake_big", "fake_leak", "fake_wait"]
+    # As the server lists them, prefixed: bad.name too, which `tools list` leaves out until renamed.
+    assert rows["fake"]["tools"] == ["fake_audio", "fake_bad.name", "fake_big", "fake_leak", "fake_wait"]
     assert rows["fake"]["env"] == ["FAKE_SECRET"]
     assert rows["quitter"]["state"] == "failed" and "it exited with code 3" in rows["quitter"]["reason"]
     assert rows["off"]["state"] == "disabled"
@@ -406,3 +413,88 @@ async def test_an_agent_configuration_pasted_into_the_proxy_json_is_served(tmp_p
         result = await session.call_tool("time_get_current_time", {"timezone": "UTC"})
     assert names == ["time_get_current_time"]
     assert not result.is_error and '"timezone": "UTC"' in text_of(result)
+
+
+@pytest.mark.anyio
+async def test_an_upstreams_tools_list_changed_is_re_merged_and_relayed_to_the_agent(tmp_path: Path) -> None:
+    """The SDK's own server changes its tools; the SDK's client, as the agent, is told and re-lists."""
+    config = write_config(tmp_path, server_table("chg", sys.executable, [str(CHANGING)]))
+    command = server_command("serve", "--config", config, "--no-builtins", "--exclude", "chg_hidden")
+    params = StdioServerParameters(
+        command=command[0], args=command[1:], cwd=str(tmp_path), env=server_env(NO_PLUGINS)
+    )
+    told: list[object] = []
+
+    async def on_message(message: object) -> None:
+        if isinstance(message, ToolListChangedNotification):
+            told.append(message)
+
+    async def names(session: ClientSession) -> set[str]:
+        return {tool.name for tool in (await session.list_tools()).tools}
+
+    async def until_told(count: int) -> None:
+        with anyio.fail_after(10):
+            while len(told) < count:
+                await anyio.sleep(0.02)
+
+    stderr_path = tmp_path / "stderr.txt"
+    with stderr_path.open("w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write, message_handler=on_message) as session,
+        ):
+            initialized = await session.initialize()
+            assert initialized.capabilities.tools is not None and initialized.capabilities.tools.list_changed
+            assert await names(session) == {"chg_wait", "chg_grow", "chg_drop"}
+            waited: list[str] = []
+
+            async with anyio.create_task_group() as group:
+
+                async def wait_call() -> None:
+                    waited.append(text_of(await session.call_tool("chg_wait", {"seconds": 1.5})))
+
+                group.start_soon(wait_call)
+                await anyio.sleep(0.3)  # the call is in flight upstream
+                assert text_of(await session.call_tool("chg_drop", {"name": "wait"})) == "ok"
+                await until_told(1)
+                assert await names(session) == {"chg_grow", "chg_drop"}
+            assert waited == ["waited"]  # the call in flight finished on the tool it started with
+
+            await session.call_tool("chg_grow", {"name": "extra"})
+            await until_told(2)
+            assert await names(session) == {"chg_grow", "chg_drop", "chg_extra"}
+            assert text_of(await session.call_tool("chg_extra", {})) == "I am extra"
+
+            # Nothing the agent sees changes: a bad name, an excluded tool, a name listed twice.
+            await session.call_tool("chg_grow", {"name": "bad.one"})
+            assert wait_until(lambda: "tool 'bad.one' is left out" in stderr_path.read_text(), timeout=10)
+            await session.call_tool("chg_grow", {"name": "hidden"})
+            await session.call_tool("chg_grow", {"name": "extra"})
+            assert wait_until(lambda: "claimed by server:chg twice" in stderr_path.read_text(), timeout=10)
+            await session.call_tool("chg_grow", {"name": "last"})
+            await until_told(3)
+            assert await names(session) == {"chg_grow", "chg_drop", "chg_extra", "chg_last"}
+            assert len(told) == 3
+            assert text_of(await session.call_tool("chg_extra", {})) == "I am extra"
+    errors = stderr_path.read_text()
+    assert '"server:chg/chg_bad.one" = "chg_bad_one"' in errors
+
+
+@pytest.mark.anyio
+async def test_calls_in_flight_are_forwarded_concurrently(tmp_path: Path) -> None:
+    """Sixteen 1 s calls to one upstream end together: nothing on the way serialises them."""
+    config = write_config(tmp_path, server_table("chg", sys.executable, [str(CHANGING)]))
+    async with mcp_session("--config", config, "--no-builtins", env=NO_PLUGINS, cwd=tmp_path) as session:
+        await session.list_tools()
+        results: list[str] = []
+
+        async def one() -> None:
+            results.append(text_of(await session.call_tool("chg_wait", {"seconds": 1})))
+
+        started = time.monotonic()
+        async with anyio.create_task_group() as group:
+            for _ in range(16):
+                group.start_soon(one)
+        elapsed = time.monotonic() - started
+    assert results == ["waited"] * 16
+    assert elapsed < 6, f"16 concurrent 1 s calls took {elapsed:.1f} s: they were serialised"

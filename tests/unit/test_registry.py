@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import tomllib
+from typing import Any
+
 import pytest
 
 from awf_mcp.core.config import PluginToolSelection, Settings
 from awf_mcp.core.plugins import PluginRecord, ProviderTools
 from awf_mcp.core.registry import build, long_names, name_problem
 from awf_mcp.errors import ConfigError, PluginError, ToolNameError, UnknownToolError
-from awf_mcp.ports import BUILTIN_SOURCE
+from awf_mcp.ports import BUILTIN_SOURCE, ToolDefinition
 from tests.helpers.providers import StaticProvider, definition
 
 
@@ -148,3 +151,155 @@ def test_long_names_counts_the_client_prefix() -> None:
     fits = definition("a" * (64 - len("mcp__awf__")))
     too_long = definition("b" * (65 - len("mcp__awf__")))
     assert long_names([fits, too_long]) == [too_long.name]
+
+
+# Upstream servers' tools: names checked one by one, with the [rename] line to add.
+
+
+class ChangingTools(StaticProvider):
+    """A provider whose tool set the test changes, like an upstream after tools/list_changed."""
+
+    def __init__(self, *definitions: ToolDefinition) -> None:
+        super().__init__(*definitions)
+        self.watchers: list[Any] = []
+
+    def watch_tools(self, on_change: Any) -> None:
+        self.watchers.append(on_change)
+
+    async def change(self, *names: str, source: str) -> None:
+        self.definitions = [definition(n, source) for n in names]
+        for watcher in self.watchers:
+            await watcher()
+
+
+def upstream(name: str, *tool_names: str) -> PluginRecord:
+    source = f"server:{name}"
+    provider = ChangingTools(*(definition(t, source) for t in tool_names))
+    rec = PluginRecord(name=name, source=source, distribution="stdio server")
+    rec.providers.append(ProviderTools(provider=provider, tools=provider.list_tools()))
+    return rec
+
+
+def provider_of(rec: PluginRecord) -> ChangingTools:
+    provider = rec.providers[0].provider
+    assert isinstance(provider, ChangingTools)
+    return provider
+
+
+def test_an_upstream_tool_with_a_bad_name_is_left_out_with_the_rename_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    registry = build([upstream("git", "git_status", 'git_log "all".v2')], Settings())
+    assert [d.name for d in registry.definitions()] == ["git_status"]  # the server is served, minus one
+    assert (
+        "server 'git': tool 'log \"all\".v2' is left out: tool name 'git_log \"all\".v2' is invalid"
+        in caplog.text
+    )
+    assert 'add to awf-mcp.toml under [rename]: "server:git/git_log \\"all\\".v2" = "git_log_all_v2"' in (
+        caplog.text
+    )
+
+
+def test_the_suggested_rename_line_is_valid_toml_and_makes_the_tool_served(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    long_tool = "fetch_" + "x" * 70  # over 64 with the server prefix alone
+    build([upstream("web", f"web_{long_tool}", "web_a b")], Settings())
+    lines = [
+        line.partition("under [rename]: ")[2] for line in caplog.text.splitlines() if "[rename]: " in line
+    ]
+    assert len(lines) == 2
+    renames = tomllib.loads("[rename]\n" + "\n".join(lines))["rename"]
+    assert renames["server:web/web_a b"] == "web_a_b"
+    suggested = renames[f"server:web/web_{long_tool}"]
+    assert suggested.startswith("web_fetch_x") and len(f"mcp__awf__{suggested}") == 64
+    registry = build([upstream("web", f"web_{long_tool}", "web_a b")], Settings(renames=renames))
+    assert sorted(d.name for d in registry.definitions()) == sorted(renames.values())
+    assert not long_names(registry.definitions())
+
+
+def test_a_bad_upstream_name_is_fatal_when_strict_and_an_exclusion_silences_it() -> None:
+    with pytest.raises(PluginError, match=r'\[rename\]: "server:git/git_a\.b" = "git_a_b"'):
+        build([upstream("git", "git_ok", "git_a.b")], Settings(strict=True))
+    registry = build([upstream("git", "git_ok", "git_a.b")], Settings(strict=True, exclude=("git_a.b",)))
+    assert [d.name for d in registry.definitions()] == ["git_ok"]
+
+
+def test_an_upstream_name_too_long_for_clients_is_served_with_the_advice(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    name = "srv_" + "y" * (64 - len("mcp__awf__") - 3)
+    registry = build([upstream("srv", name)], Settings())
+    assert [d.name for d in registry.definitions()] == [name]
+    assert f"over 64 characters as mcp__awf__{name}" in caplog.text
+    assert f'"server:srv/{name}" = "{name[:-1]}"' in caplog.text
+
+
+# A tool set that changes while serving.
+
+
+@pytest.mark.anyio
+async def test_a_changed_upstream_is_re_merged_and_the_listeners_told() -> None:
+    rec = upstream("up", "up_a", "up_b")
+    registry = build([builtin("Read"), rec], Settings(exclude=("up_hidden",), renames={"up_b": "bee"}))
+    told: list[list[str]] = []
+
+    async def listener() -> None:
+        told.append([d.name for d in registry.definitions()])
+
+    registry.watch(listener)
+    assert registry.can_change
+    in_flight = registry.lookup("up_a")  # a call in flight holds its tool
+    await provider_of(rec).change("up_b", "up_c", "up_hidden", source="server:up")
+    assert told == [["Read", "bee", "up_c"]]  # rename and exclude applied to the new set
+    assert rec.tool_names == ["up_b", "up_c", "up_hidden"]
+    with pytest.raises(UnknownToolError):
+        registry.lookup("up_a")
+    assert in_flight.provider is provider_of(rec) and in_flight.original_name == "up_a"
+    await provider_of(rec).change("up_b", "up_c", "up_hidden", source="server:up")
+    assert len(told) == 1  # nothing changed: nobody told
+
+
+@pytest.mark.anyio
+async def test_a_new_collision_at_runtime_drops_the_newcomer_and_keeps_serving(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    first, second = upstream("one", "one_x"), upstream("two", "two_y")
+    registry = build([first, second], Settings(renames={"server:two/two_y": "one_z"}))
+    assert [d.name for d in registry.definitions()] == ["one_x", "one_z"]
+    await provider_of(first).change("one_x", "one_z", source="server:one")  # the name "two" was given
+    assert {d.name: d.source for d in registry.definitions()} == {
+        "one_x": "server:one",
+        "one_z": "server:two",
+    }
+    assert "tool name 'one_z' is now claimed by both server:two and server:one" in caplog.text
+    assert "the tool 'one_z' of server:one is left out" in caplog.text
+    assert registry.lookup("one_z").original_name == "two_y"
+    # Inside one server too: a name listed twice keeps the first.
+    await provider_of(second).change("two_y", "two_z", "two_z", source="server:two")
+    assert [d.name for d in registry.definitions()] == ["one_x", "one_z", "two_z"]
+    assert "tool name 'two_z' is now claimed by server:two twice" in caplog.text
+
+
+@pytest.mark.anyio
+async def test_a_changed_schema_under_the_same_name_is_the_one_calls_are_checked_against() -> None:
+    from awf_mcp.core.calls import ToolInvoker
+
+    rec = upstream("up", "up_a")
+    invoker = ToolInvoker(build([rec], Settings()), timeout_seconds=5)
+    assert not (await invoker.call("up_a", {"text": "x"})).is_error
+    provider = provider_of(rec)
+    number = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    provider.definitions = [ToolDefinition("up_a", "now takes a number", number, source="server:up")]
+    for watcher in provider.watchers:
+        await watcher()
+    refused = await invoker.call("up_a", {"text": "x"})
+    assert refused.is_error and "'n' is a required property" in refused.content[0].text
+    assert not (await invoker.call("up_a", {"n": 1})).is_error
+
+
+def test_the_client_prefix_is_the_name_awf_mcp_config_writes() -> None:
+    from awf_mcp.core.registry import CLIENT_SERVER_NAME
+    from awf_mcp.ops.clientconfig import DEFAULT_SERVER_NAME
+
+    assert CLIENT_SERVER_NAME == DEFAULT_SERVER_NAME

@@ -14,17 +14,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 
-from awf_mcp.core.servers import ServerSpec
+from awf_mcp.core.config import Settings
+from awf_mcp.core.registry import build
+from awf_mcp.core.servers import ServerSpec, working_directory
 from awf_mcp.core.upstream import (
+    RELIST_PAUSE_SECONDS,
     ProgressCallback,
     UpstreamFailure,
     UpstreamGone,
     UpstreamProvider,
     backoff_seconds,
     start_all,
-    working_directory,
 )
 from awf_mcp.errors import PluginError
 from awf_mcp.ports import CallContext, ToolDefinition, ToolResult, bind_call_context, unbind_call_context
@@ -39,6 +42,8 @@ class Behaviour:
     handshake_delay: float = 0.0
     tools: tuple[str, ...] = ("echo",)
     opened: int = 0
+    listings: int = 0
+    progress_asked: list[bool] = field(default_factory=list)
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     live: list[FakeSession] = field(default_factory=list)
 
@@ -48,6 +53,7 @@ class FakeSession:
         self.behaviour = behaviour
         self.closed = anyio.Event()
         self.instructions: str | None = None
+        self.on_tools_changed: Any = None
 
     async def handshake(self) -> None:
         await anyio.sleep(self.behaviour.handshake_delay)
@@ -57,6 +63,7 @@ class FakeSession:
         return "it was killed by SIGKILL" if self.closed.is_set() else ""
 
     async def list_tools(self) -> list[ToolDefinition]:
+        self.behaviour.listings += 1
         return [
             ToolDefinition(name=n, description=f"{n} tool", input_schema={"type": "object"})
             for n in self.behaviour.tools
@@ -66,6 +73,7 @@ class FakeSession:
         self, name: str, arguments: Mapping[str, Any], progress: ProgressCallback | None
     ) -> ToolResult:
         self.behaviour.calls.append((name, dict(arguments)))
+        self.behaviour.progress_asked.append(progress is not None)
         if name == "die":
             self.closed.set()
             raise UpstreamGone(self.reason())
@@ -113,7 +121,8 @@ async def test_servers_start_concurrently_and_tools_are_prefixed_with_definition
         "server:a",
         {"type": "object"},
     )
-    assert records[0].tool_names == ["s0_echo"]  # bad.name left out
+    assert records[0].tool_names == ["s0_bad.name", "s0_echo"]  # listed; the registry leaves bad.name out
+    assert [d.name for d in build(records[:1], Settings()).definitions()] == ["s0_echo"]
     for record in records + together:
         for entry in record.providers:
             await entry.provider.close()  # type: ignore[misc]
@@ -167,6 +176,12 @@ async def test_calls_are_forwarded_under_the_upstreams_name_with_progress() -> N
     assert result.content[0].text == "echo:{'text': 'hi'}"
     assert reports == [(1, 2, "half")]
     assert provider.instructions == "fake instructions"
+    token = bind_call_context(CallContext("fake_echo"))  # the client asked for no progress
+    try:
+        await provider.call_tool("fake_echo", {"text": "quiet"})
+    finally:
+        unbind_call_context(token)
+    assert behaviour.progress_asked == [True, False]  # so none is asked of the upstream
     await provider.close()
 
 
@@ -205,3 +220,117 @@ def test_working_directory_is_relative_to_the_first_root() -> None:
     assert working_directory(spec(cwd="sub/.."), ["/r1"]) == "/r1"
     assert working_directory(spec(cwd="/abs"), ["/r1"]) == "/abs"
     assert working_directory(spec(cwd="repo"), ["/r1"]) == "/r1/repo"
+
+
+async def test_tools_list_changed_lists_again_coalesced_and_tells_the_watchers() -> None:
+    behaviour = Behaviour(tools=("echo",))
+    provider = UpstreamProvider(spec(), fake_connect(behaviour))
+    await provider.start()
+    session = behaviour.live[0]
+    assert session.on_tools_changed is not None  # set by the provider on connecting
+    seen: list[list[str]] = []
+
+    async def watcher() -> None:
+        seen.append([d.name for d in provider.list_tools()])
+
+    provider.watch_tools(watcher)
+    behaviour.tools = ("echo", "more")
+    for _ in range(5):  # a burst of notifications: at most two listings, one change
+        session.on_tools_changed()
+    with anyio.fail_after(2):
+        while not seen:
+            await anyio.sleep(0.01)
+    await anyio.sleep(0.05)
+    assert seen == [["fake_echo", "fake_more"]]
+    session.on_tools_changed()  # the same set again: no change, no call
+    await anyio.sleep(0.05)
+    assert len(seen) == 1
+    await provider.close()
+
+
+async def test_a_failed_listing_after_list_changed_keeps_the_old_tools() -> None:
+    behaviour = Behaviour(tools=("echo",))
+    provider = UpstreamProvider(spec(), fake_connect(behaviour))
+    await provider.start()
+    session = behaviour.live[0]
+
+    async def broken() -> list[ToolDefinition]:
+        raise UpstreamFailure("server 'fake' answered: boom")
+
+    session.list_tools = broken  # type: ignore[method-assign]
+    called: list[int] = []
+
+    async def watcher() -> None:
+        called.append(1)
+
+    provider.watch_tools(watcher)
+    session.on_tools_changed()
+    await anyio.sleep(0.05)
+    assert [d.name for d in provider.list_tools()] == ["fake_echo"] and not called
+    assert not (await provider.call_tool("fake_echo", {})).is_error  # still serving
+    await provider.close()
+
+
+async def test_a_restarted_server_is_listed_again() -> None:
+    behaviour = Behaviour(tools=("echo", "die"))
+    provider = UpstreamProvider(spec(), fake_connect(behaviour))
+    await provider.start()
+    seen: list[list[str]] = []
+
+    async def watcher() -> None:
+        seen.append([d.name for d in provider.list_tools()])
+
+    provider.watch_tools(watcher)
+    assert (await provider.call_tool("fake_die", {})).is_error
+    behaviour.tools = ("echo", "die", "new")  # upgraded while it was down
+    assert not (await provider.call_tool("fake_echo", {})).is_error  # restarts it
+    with anyio.fail_after(2):
+        while not seen:
+            await anyio.sleep(0.01)
+    assert seen == [["fake_echo", "fake_die", "fake_new"]]
+    await provider.close()
+
+
+async def test_a_flood_of_list_changed_costs_a_listing_per_pause() -> None:
+    behaviour = Behaviour(tools=("echo",))
+    provider = UpstreamProvider(spec(), fake_connect(behaviour))
+    await provider.start()
+    session = behaviour.live[0]
+    started = time.monotonic()
+    for _ in range(200):
+        session.on_tools_changed()
+        await anyio.sleep(0.001)
+    await anyio.sleep(RELIST_PAUSE_SECONDS * 3)
+    pauses = (time.monotonic() - started) / RELIST_PAUSE_SECONDS
+    assert 2 <= behaviour.listings <= pauses + 2, (behaviour.listings, pauses)
+    await provider.close()
+
+
+async def test_a_tools_list_that_pages_forever_is_cut_off() -> None:
+    """The SDK's own server paging without end, through the SDK's own client session."""
+    from mcp.client.session import ClientSession
+    from mcp.server.lowlevel import Server
+    from mcp.shared.message import SessionMessage
+
+    from awf_mcp.wire.client import MAX_LISTED_TOOLS, Transcript, UpstreamConnection
+
+    async def endless(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        page = int(params.cursor) if params is not None and params.cursor else 0
+        tools = [types.Tool(name=f"t{page}_{i}", input_schema={"type": "object"}) for i in range(500)]
+        return types.ListToolsResult(tools=tools, next_cursor=str(page + 1))
+
+    server: Any = Server("endless", on_list_tools=endless)
+    to_server, server_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+    to_client, client_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+    upstream = spec("endless")
+    async with anyio.create_task_group() as group:
+        group.start_soon(server.run, server_reads, to_client, server.create_initialization_options())
+        async with ClientSession(client_reads, to_server) as session:
+            connection = UpstreamConnection(upstream, session, Transcript(upstream), anyio.Event())
+            await connection.handshake()
+            with (
+                anyio.fail_after(30),
+                pytest.raises(UpstreamFailure, match=f"more than {MAX_LISTED_TOOLS} tools"),
+            ):
+                await connection.list_tools()
+        group.cancel_scope.cancel()
