@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 
@@ -39,3 +41,15 @@ def testkit() -> None:
     """Require the test-only plugin; its absence is an installation error, not a skip."""
     if not testkit_installed():
         pytest.fail("awf-plugin-testkit is not installed: pip install -e tests/fixtures/awf-plugin-testkit")
+
+
+@pytest.fixture(autouse=True)
+def _sys_path_restored() -> Iterator[None]:
+    """Undo what a test's in-process plugin load appended to ``sys.path`` (plugin directories).
+
+    The loader extends ``sys.path`` once per process, as a server should; in one test
+    process, a plugin directory left behind by one test would load its plugins in the next.
+    """
+    saved = list(sys.path)
+    yield
+    sys.path[:] = saved
