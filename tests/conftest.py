@@ -43,6 +43,15 @@ def testkit() -> None:
         pytest.fail("awf-plugin-testkit is not installed: pip install -e tests/fixtures/awf-plugin-testkit")
 
 
+@pytest.fixture
+def dirs(tmp_path: Path) -> tuple[Path, Path]:
+    """An empty project directory and an empty home directory: ``(project, home)``."""
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    return project, home
+
+
 @pytest.fixture(autouse=True)
 def _sys_path_restored() -> Iterator[None]:
     """Undo what a test's in-process plugin load appended to ``sys.path`` (plugin directories).

@@ -61,16 +61,8 @@ def configure(home: Path, project: Path, command: list[str]) -> Path:
     return clientconfig.target_files(CLIENT, "user", cwd=project, home=home, env={})["servers"]
 
 
-@pytest.fixture
-def dirs(tmp_path: Path) -> tuple[Path, Path]:
-    home, project = tmp_path / "home", tmp_path / "project"
-    home.mkdir()
-    project.mkdir()
-    return home, project
-
-
 def test_doctor_starts_the_configured_server_and_sees_its_tools(dirs: tuple[Path, Path]) -> None:
-    home, project = dirs
+    project, home = dirs
     path = configure(home, project, server_command("serve"))
     code, report = doctor(home, project)
     [entry] = [f for f in report["findings"] if f["check"] == "clients" and f["data"].get("client") == CLIENT]
@@ -83,7 +75,7 @@ def test_doctor_starts_the_configured_server_and_sees_its_tools(dirs: tuple[Path
 
 
 def test_doctor_exits_non_zero_when_the_entrys_command_is_gone(dirs: tuple[Path, Path]) -> None:
-    home, project = dirs
+    project, home = dirs
     gone = str(home / "old-venv" / "bin" / "awf-mcp")
     configure(home, project, [gone, "serve"])
     code, report = doctor(home, project)

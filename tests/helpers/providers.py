@@ -71,3 +71,13 @@ async def call_with_budget(provider: Any, name: str, budget: int, **arguments: A
         unbind_call_context(token)
     assert isinstance(result, ToolResult) and not result.is_error, result.content
     return "".join(item.text for item in result.content)
+
+
+async def call_outcome(provider: Any, name: str, arguments: Mapping[str, Any]) -> tuple[bool, str]:
+    """``(refused, text)`` of one call: an error result and a raised :class:`ToolError` both count."""
+    try:
+        result = await provider.call_tool(name, arguments)
+    except ToolError as exc:
+        return True, str(exc)
+    assert isinstance(result, ToolResult)
+    return result.is_error, "\n".join(item.text for item in result.content)

@@ -630,13 +630,8 @@ async def test_glob_pages_the_newest_across_directories_and_top_level_files(
     assert last[:-1] == [rel for rel in ordered if rel.count("/") == 1][:GLOB_MAX_RESULTS]
 
 
-@pytest.mark.anyio
-async def test_glob_deals_out_the_directories_below_one_big_subdirectory(
-    tools: BuiltinTools, root: Path, monkeypatch: pytest.MonkeyPatch, engine: str
-) -> None:
-    # One subdirectory holding everything: its own subdirectories are dealt out,
-    # the files above them are listed in Python, and the answer is the same.
-    monkeypatch.setattr(ripgrep_search, "_parallel_runs", lambda: 2)
+def record_ripgrep_runs(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The directories each rg run Glob starts is given, recorded as the runs start."""
     started: list[list[str]] = []
     real_run = ripgrep_search.RipgrepRun
 
@@ -645,6 +640,17 @@ async def test_glob_deals_out_the_directories_below_one_big_subdirectory(
         return real_run(binary, arguments, *rest, **options)
 
     monkeypatch.setattr(ripgrep_search, "RipgrepRun", recording_run)
+    return started
+
+
+@pytest.mark.anyio
+async def test_glob_deals_out_the_directories_below_one_big_subdirectory(
+    tools: BuiltinTools, root: Path, monkeypatch: pytest.MonkeyPatch, engine: str
+) -> None:
+    # One subdirectory holding everything: its own subdirectories are dealt out,
+    # the files above them are listed in Python, and the answer is the same.
+    monkeypatch.setattr(ripgrep_search, "_parallel_runs", lambda: 2)
+    started = record_ripgrep_runs(monkeypatch)
     expected = []
     names = ["top.txt", "src/mid.txt", "src/a/1.txt", "src/b/2.txt", "src/c/3.txt", "src/c/d/4.txt"]
     names.append("src/e/5.txt")
@@ -668,14 +674,7 @@ async def test_glob_leaves_a_big_flat_directory_to_one_ripgrep_run(
     # down that is that big is not dealt out (the level above is).
     monkeypatch.setattr(ripgrep_search, "_parallel_runs", lambda: 2)
     monkeypatch.setattr(ripgrep_search, "SPLIT_MAX_ENTRIES", 6)
-    started: list[list[str]] = []
-    real_run = ripgrep_search.RipgrepRun
-
-    def recording_run(binary: str, arguments: list[str], *rest: Any, **options: Any) -> Any:
-        started.append(arguments[arguments.index("--") + 1 :])
-        return real_run(binary, arguments, *rest, **options)
-
-    monkeypatch.setattr(ripgrep_search, "RipgrepRun", recording_run)
+    started = record_ripgrep_runs(monkeypatch)
     deep = [f"a/d{index}/f.txt" for index in range(7)]
     make(root, dict.fromkeys([*deep, "b/one.txt", "c/two.txt"], "x"))
     listed = await lines_of(tools, "Glob", pattern="**/*.txt")

@@ -22,14 +22,6 @@ COMMAND = ["/opt/awf/bin/awf-mcp", "serve", "--root", "/work/repo"]
 TOOLS = [("Read", True), ("Write", False), ("Grep", True), ("Glob", True), ("Bash", False)]
 
 
-@pytest.fixture
-def dirs(tmp_path: Path) -> tuple[Path, Path]:
-    cwd, home = tmp_path / "project", tmp_path / "home"
-    cwd.mkdir()
-    home.mkdir()
-    return cwd, home
-
-
 def write(client: str, dirs: tuple[Path, Path], **kw: object) -> cc.WriteReport:
     cwd, home = dirs
     options: dict[str, object] = {

@@ -42,14 +42,6 @@ FORMATS: list[tuple[str, str, str, dict[str, Any]]] = [
 ]
 
 
-@pytest.fixture
-def dirs(tmp_path: Path) -> tuple[Path, Path]:
-    cwd, home = tmp_path / "project", tmp_path / "home"
-    cwd.mkdir()
-    home.mkdir()
-    return cwd, home
-
-
 def write(client: str, dirs: tuple[Path, Path], **kw: Any) -> cc.WriteReport:
     cwd, home = dirs
     options: dict[str, Any] = {"command": COMMAND, "read_only_tools": ["Read"], "trust": None, "env": {}}

@@ -19,14 +19,6 @@ from awf_mcp.ops.clientprofiles import CLAUDE_NATIVE_TOOLS, CODEX_NATIVE_SWITCHE
 BASE = ["/opt/awf/bin/awf-mcp"]
 
 
-@pytest.fixture
-def dirs(tmp_path: Path) -> tuple[Path, Path]:
-    cwd, home = tmp_path / "project", tmp_path / "home"
-    cwd.mkdir()
-    home.mkdir()
-    return cwd, home
-
-
 def configure(client: str, dirs: tuple[Path, Path], **kw: Any) -> str:
     cwd, home = dirs
     return cc.configure(client, cwd=cwd, home=home, env={}, base_command=BASE, **kw)

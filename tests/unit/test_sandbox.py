@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
 
 from awf_mcp.builtins import BuiltinTools, PathRefused, Sandbox
-from awf_mcp.ports import CallContext, ToolError, ToolResult, bind_call_context, unbind_call_context
+from awf_mcp.ports import CallContext, ToolError, bind_call_context, unbind_call_context
 from tests.helpers.escapes import (
     EscapeWorld,
     build_world,
@@ -26,22 +25,13 @@ from tests.helpers.escapes import (
     refused_calls,
 )
 from tests.helpers.harness import snapshot
+from tests.helpers.providers import call_outcome
 
 
 @pytest.fixture
 def world(tmp_path: Path) -> EscapeWorld:
     """A root with symlinks pointing out, and a sibling directory holding a secret."""
     return build_world(tmp_path)
-
-
-async def outcome(tools: BuiltinTools, name: str, arguments: dict[str, Any]) -> tuple[bool, str]:
-    """(refused, message) for one call."""
-    try:
-        result = await tools.call_tool(name, arguments)
-    except ToolError as exc:
-        return True, str(exc)
-    assert isinstance(result, ToolResult)
-    return result.is_error, "\n".join(item.text for item in result.content)
 
 
 @pytest.mark.anyio
@@ -53,7 +43,7 @@ async def test_every_escape_is_refused_by_every_path_argument(world: EscapeWorld
     failures = []
     for path in corpus:
         for name, argument, arguments in refused_calls(path):
-            refused, message = await outcome(tools, name, arguments)
+            refused, message = await call_outcome(tools, name, arguments)
             if not refused or leaks(world, message):
                 failures.append((name, argument, path[:60], message[:200]))
     await tools.close()
@@ -66,7 +56,7 @@ async def test_escapes_as_glob_patterns_never_list_outside(world: EscapeWorld) -
     tools = BuiltinTools(Sandbox([str(world.root)]))
     for path in escape_paths(world):
         for arguments in glob_pattern_calls(path):
-            refused, message = await outcome(tools, "Glob", arguments)
+            refused, message = await call_outcome(tools, "Glob", arguments)
             assert not leaks(world, message), (arguments, message)
             assert refused or "secret" not in message, (arguments, message)
 
@@ -211,7 +201,7 @@ async def test_trailing_slash_calls_are_refused_and_create_nothing(tmp_path: Pat
         ("Edit", {"path": ".env/", "old": "1", "new": "2"}),
         ("Write", {"path": "newdir/", "content": "x"}),
     ):
-        refused, message = await outcome(tools, name, arguments)
+        refused, message = await call_outcome(tools, name, arguments)
         assert refused and "API_KEY" not in message, (name, arguments, message)
     assert (root / ".env").read_text() == "API_KEY=1"
     assert sorted(p.name for p in root.iterdir()) == [".env"]
@@ -240,15 +230,15 @@ async def test_the_path_policy_sees_resolved_paths_and_walked_files(tmp_path: Pa
             ("Grep", {"pattern": "API_KEY", "path": ".env"}),
             ("Bash", {"command": "true", "cwd": ".env"}),
         ):
-            refused, message = await outcome(tools, name, arguments)
+            refused, message = await call_outcome(tools, name, arguments)
             assert refused and "is denied: secrets" in message, (name, message)
         for arguments in (
             {"pattern": "API_KEY", "glob": ".env"},
             {"pattern": "API_KEY", "include_ignored": True},
         ):
-            refused, message = await outcome(tools, "Grep", arguments)
+            refused, message = await call_outcome(tools, "Grep", arguments)
             assert "API_KEY=1" not in message, (arguments, message)
-        refused, message = await outcome(tools, "Glob", {"pattern": "**/*", "include_ignored": True})
+        refused, message = await call_outcome(tools, "Glob", {"pattern": "**/*", "include_ignored": True})
         assert ".env" not in message.replace(".gitignore", ""), message
     finally:
         unbind_call_context(token)

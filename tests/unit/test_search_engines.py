@@ -27,8 +27,9 @@ import pytest
 from awf_mcp.builtins import BuiltinTools, Sandbox, ripgrep_search
 from awf_mcp.builtins.ripgrep import ENGINE_VARIABLE, MAX_RECORD_BYTES, RipgrepRun, ripgrep_binary, rust_regex
 from awf_mcp.builtins.ripgrep_search import _rebase_rule, usable_for_tree
-from awf_mcp.ports import ToolError, ToolResult
+from awf_mcp.ports import ToolError
 from tests.helpers.escapes import EscapeWorld, build_world, escape_paths, glob_pattern_calls, leaks
+from tests.helpers.providers import call_outcome
 
 TREE: dict[str, bytes] = {
     "src/app.py": b"def main():\n    return 'hello'\n# TODO fix\n",
@@ -190,15 +191,6 @@ def engines(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     ripgrep_binary.cache_clear()
 
 
-async def answer(tools: BuiltinTools, name: str, arguments: dict[str, Any]) -> tuple[bool, str]:
-    try:
-        result = await tools.call_tool(name, arguments)
-    except ToolError as exc:
-        return True, str(exc)
-    assert isinstance(result, ToolResult)
-    return result.is_error, "\n".join(item.text for item in result.content)
-
-
 @pytest.mark.anyio
 async def test_both_engines_answer_the_shared_corpus_alike(
     corpus_root: Path, engines: Any, monkeypatch: pytest.MonkeyPatch
@@ -214,7 +206,7 @@ async def test_both_engines_answer_the_shared_corpus_alike(
         monkeypatch.setattr(ripgrep_search, "_parallel_runs", lambda runs=runs: runs)
         if engine == "ripgrep in path order":  # no parallel pass: rg --sort=path, read as it comes
             monkeypatch.setattr(ripgrep_search, "PARALLEL_COLLECT_BYTES", 0)
-        answers[engine] = [await answer(tools, name, arguments) for name, arguments in calls]
+        answers[engine] = [await call_outcome(tools, name, arguments) for name, arguments in calls]
     for engine in variants:
         differences = [
             (name, arguments, python, rg)
@@ -284,19 +276,19 @@ async def test_the_escape_corpus_finds_nothing_outside_on_either_engine(
     tools = BuiltinTools(Sandbox([str(world.root)]))
     for path in escape_paths(world):
         for arguments in glob_pattern_calls(path):
-            refused, message = await answer(tools, "Glob", arguments)
+            refused, message = await call_outcome(tools, "Glob", arguments)
             assert not leaks(world, message), (arguments, message)
             assert refused or "secret" not in message, (arguments, message)
-        refused, message = await answer(tools, "Grep", {"pattern": "SECRET", "path": path})
+        refused, message = await call_outcome(tools, "Grep", {"pattern": "SECRET", "path": path})
         assert refused and not leaks(world, message), (path, message)
     for arguments in (
         {"pattern": "SECRET", "include_ignored": True},
         {"pattern": "SECRET", "output_mode": "files_with_matches", "include_ignored": True},
         {"pattern": ".", "output_mode": "count", "include_ignored": True},
     ):
-        refused, message = await answer(tools, "Grep", arguments)
+        refused, message = await call_outcome(tools, "Grep", arguments)
         assert not refused and not leaks(world, message) and "SECRET" not in message, message
-    refused, listed = await answer(tools, "Glob", {"pattern": "**/*"})
+    refused, listed = await call_outcome(tools, "Glob", {"pattern": "**/*"})
     assert not refused and "secret" not in listed and "sub/inside.txt" in listed
 
 
@@ -366,10 +358,10 @@ async def test_a_directory_swapped_for_a_link_mid_search_leaks_nothing(
                 {"pattern": "words", "output_mode": "count"},
                 {"pattern": "SECRET", "output_mode": "files_with_matches"},
             ):
-                _refused, text = await answer(tools, "Grep", arguments)
+                _refused, text = await call_outcome(tools, "Grep", arguments)
                 assert "SECRET" not in text, (arguments, text[:300])
                 seen.update(line.split(":")[0] for line in text.split("\n"))
-            _refused, listed = await answer(tools, "Glob", {"pattern": "**/*.txt"})
+            _refused, listed = await call_outcome(tools, "Glob", {"pattern": "**/*.txt"})
             assert "secret" not in listed, listed[:300]
     finally:
         stop.set()
