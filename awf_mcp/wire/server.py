@@ -108,11 +108,13 @@ import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity, compact_json
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.server.validation import wants_sampling_tools
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
-from mcp_types.version import is_version_at_least
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS, is_version_at_least
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from awf_mcp.core.calls import ToolInvoker
@@ -139,7 +141,13 @@ SERVER_NAME = "awf-mcp-server"
 
 
 LISTED_BY_LIMIT = 64
-"""How many client connections (HTTP sessions) are told of a tools change: the latest to list them."""
+"""How many handshake-era connections (HTTP sessions) are told of a tools change: the latest to list them."""
+
+LISTEN_LIMIT = 64
+"""How many ``subscriptions/listen`` streams may be open at once, all clients together."""
+
+TOOLS_CHANGED = ToolsListChanged()
+"""The event published to ``subscriptions/listen`` streams when the served tools changed."""
 
 RESULT_BYTE_LIMIT = MAX_MESSAGE_BYTES - 64 * 1024
 """The largest encoded tool result sent; the rest of the frame limit is kept for the envelope."""
@@ -533,6 +541,40 @@ class ClientChannel:
         return types.InputRequiredResult(input_requests={question.key: request}, request_state=state)
 
 
+class ToolsServer(Server[Any]):
+    """The SDK's low-level server, telling clients when the served tools change.
+
+    ``tools_can_change`` (the registry's :attr:`~awf_mcp.core.registry.Registry.can_change`)
+    decides what is advertised and served, per protocol family:
+
+    * up to 2025-11-25 (``initialize``, on stdio and on each Streamable HTTP session),
+      ``tools.listChanged`` is advertised, and ``notifications/tools/list_changed`` goes to
+      each connection that listed the tools (the latest :data:`LISTED_BY_LIMIT`) on its own
+      channel: stdout, or the HTTP session's standalone GET stream;
+    * on the stateless revision (2026-07-28), ``subscriptions/listen`` is served by the SDK's
+      :class:`ListenHandler` (at most :data:`LISTEN_LIMIT` streams at once), which makes
+      ``server/discover`` advertise ``tools.listChanged``; each stream that asked for tool
+      changes gets the notification on its own response stream.
+
+    A registry that cannot change advertises neither and does not serve ``subscriptions/listen``.
+    """
+
+    tools_can_change: bool = False
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        """The SDK's, advertising ``tools.listChanged`` when the tools can change, on every transport."""
+        if notification_options is None:
+            notification_options = NotificationOptions(tools_changed=self.tools_can_change)
+        return super().create_initialization_options(
+            notification_options, experimental_capabilities, extensions
+        )
+
+
 class McpServer:
     """awf-mcp's tools behind the SDK's low-level server; see the module docstring."""
 
@@ -546,15 +588,20 @@ class McpServer:
     ) -> None:
         self.invoker = invoker
         self._tools = types.ListToolsResult(tools=[tool_to_mcp(d) for d in invoker.registry.definitions()])
-        self._listed_by: dict[int, Any] = {}  # per client connection: a session that listed the tools
+        can_change = invoker.registry.can_change
+        self._listed_by: dict[int, Any] = {}  # per handshake-era connection: a session that listed the tools
+        self._changes = InMemorySubscriptionBus()  # to the stateless revision's subscriptions/listen streams
+        self._listen = ListenHandler(self._changes, max_subscriptions=LISTEN_LIMIT)
         invoker.registry.watch(self.notify_tools_changed)
-        self.sdk_server: Server[Any] = Server(
+        self.sdk_server = ToolsServer(
             name,
             version=version,
             instructions=instructions,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
+            on_subscriptions_listen=self._listen if can_change else None,
         )
+        self.sdk_server.tools_can_change = can_change
         # Added here: passing it to Server() warns that roots are deprecated as of 2026-07-28.
         self.sdk_server.add_notification_handler(
             "notifications/roots/list_changed", types.NotificationParams, self._roots_changed
@@ -570,8 +617,12 @@ class McpServer:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        connection = ctx.session.client_params  # one per handshake-era connection (else no list_changed)
-        if connection is not None:
+        connection = ctx.session.client_params  # one per handshake-era connection
+        if (
+            self.sdk_server.tools_can_change
+            and connection is not None
+            and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS  # those listen instead
+        ):
             self._listed_by.pop(id(connection), None)
             self._listed_by[id(connection)] = (connection, ctx.session)
             while len(self._listed_by) > LISTED_BY_LIMIT:
@@ -579,17 +630,26 @@ class McpServer:
         return self._tools
 
     async def notify_tools_changed(self) -> None:
-        """Serve the registry's current tools and tell each client that listed them."""
+        """Serve the registry's current tools and tell the clients; see :class:`ToolsServer`."""
         self._tools = types.ListToolsResult(
             tools=[tool_to_mcp(d) for d in self.invoker.registry.definitions()]
         )
-        for key, (_, session) in list(self._listed_by.items()):
-            try:
-                with anyio.move_on_after(1.0):  # a client that does not read holds up no other
-                    await session.send_tool_list_changed()  # on the connection's own channel
-            except Exception as exc:  # a client gone meanwhile
-                self._listed_by.pop(key, None)
-                log.debug("tools/list_changed not sent: %s", describe_exception(exc))
+        await self._changes.publish(TOOLS_CHANGED)
+        async with anyio.create_task_group() as group:
+            for key, (_, session) in list(self._listed_by.items()):
+                group.start_soon(self._tell_tools_changed, key, session)
+
+    async def _tell_tools_changed(self, key: int, session: Any) -> None:
+        try:
+            with anyio.move_on_after(1.0):  # a client that does not read holds up no other
+                await session.send_tool_list_changed()  # on the connection's own channel
+        except Exception as exc:  # a client gone meanwhile
+            self._listed_by.pop(key, None)
+            log.debug("tools/list_changed not sent: %s", describe_exception(exc))
+
+    def end_listen_streams(self) -> None:
+        """End every open ``subscriptions/listen`` stream gracefully (at shutdown: no stream holds it up)."""
+        self._listen.close()
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -656,6 +716,7 @@ class McpServer:
                     if isinstance(message, types.JSONRPCRequest):
                         in_flight.add(message.id)
                     await to_session.send(SessionMessage(message))
+                self.end_listen_streams()  # the one client left: its listen streams end now
                 with anyio.move_on_after(EOF_GRACE_SECONDS):
                     while in_flight:
                         await anyio.sleep(0.005)
@@ -671,9 +732,8 @@ class McpServer:
                         writer.write(data)
 
         async def run_session() -> None:
-            changes = NotificationOptions(tools_changed=self.invoker.registry.can_change)
             await self.sdk_server.run(
-                session_reads, session_writes, self.sdk_server.create_initialization_options(changes)
+                session_reads, session_writes, self.sdk_server.create_initialization_options()
             )
             input_scope.cancel()
 
@@ -698,6 +758,22 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
+async def _send_json(send: Send, status: int, body: bytes, *headers: tuple[bytes, bytes]) -> None:
+    """Answer an HTTP request with ``status`` and the JSON ``body``."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                *headers,
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
 class BearerTokenGuard:
     """ASGI middleware: HTTP requests without ``Authorization: Bearer <token>`` get 401."""
 
@@ -710,20 +786,56 @@ class BearerTokenGuard:
             supplied = dict(scope.get("headers") or []).get(b"authorization", b"")
             if not hmac.compare_digest(supplied, self.expected):
                 body = b'{"error": "unauthorized: send Authorization: Bearer <token>"}'
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"www-authenticate", b'Bearer realm="awf-mcp"'),
-                            (b"content-length", str(len(body)).encode()),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
+                await _send_json(send, 401, body, (b"www-authenticate", b'Bearer realm="awf-mcp"'))
                 return
         await self.app(scope, receive, send)
+
+
+class StandaloneStreams:
+    """ASGI middleware: the standalone GET streams (handshake-era SSE) it let through end on :meth:`close`.
+
+    An open stream is a response in progress, which the HTTP server waits for before it
+    stops; :meth:`close` cancels each one and completes its response, so a client holding one
+    open cannot hold up shutdown, and a GET after it is answered ``503``. Only the streams
+    open at the moment are kept (a set).
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self._open: set[anyio.CancelScope] = set()
+        self._closed = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "GET":
+            await self.app(scope, receive, send)
+            return
+        if self._closed:
+            await _send_json(send, 503, b'{"error": "the server is shutting down"}')
+            return
+        state = {"started": False, "complete": False}
+
+        async def tracked(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                state["started"] = True
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                state["complete"] = True
+            await send(message)
+
+        with anyio.CancelScope() as stream:
+            self._open.add(stream)
+            try:
+                await self.app(scope, receive, tracked)
+            finally:
+                self._open.discard(stream)
+        if stream.cancelled_caught and state["started"] and not state["complete"]:
+            with contextlib.suppress(Exception):  # the client may be gone already
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    def close(self) -> None:
+        """End every standalone stream open now, and refuse new ones."""
+        self._closed = True
+        for stream in list(self._open):
+            stream.cancel()
 
 
 def _security_for(host: str) -> Any:
@@ -750,9 +862,12 @@ async def serve_http(
     """Serve ``server`` over Streamable HTTP at ``http://host:port/mcp`` until ``stop`` is set."""
     import uvicorn
 
-    app: ASGIApp = server.sdk_server.streamable_http_app(
-        host=host, transport_security=_security_for(host), max_request_body_size=MAX_MESSAGE_BYTES
+    streams = StandaloneStreams(
+        server.sdk_server.streamable_http_app(
+            host=host, transport_security=_security_for(host), max_request_body_size=MAX_MESSAGE_BYTES
+        )
     )
+    app: ASGIApp = streams
     if token:
         app = BearerTokenGuard(app, token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", access_log=False)
@@ -770,6 +885,8 @@ async def serve_http(
 
     async def shut_down_on_stop() -> None:
         await stop.wait()
+        server.end_listen_streams()
+        streams.close()
         http.should_exit = True
 
     async with anyio.create_task_group() as group:
