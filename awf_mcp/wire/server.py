@@ -11,23 +11,27 @@ cancellation, progress. Swapping SDK versions touches this module only.
 Public surface
 --------------
 ``McpServer(invoker, name=..., version=..., instructions=...)``
-    ``sdk_server``       the SDK's low-level :class:`mcp.server.Server` (for
-                         in-memory tests and other transports);
+    ``sdk_server``       the SDK's low-level :class:`mcp.server.Server` (a
+                         :class:`ToolsServer`; for in-memory tests and other transports);
     ``serve_stdio(wire)``  serve one client over the claimed stdio descriptors
                          (see :mod:`awf_mcp.wire.framing`) until EOF or cancellation;
     ``serve_http(host, port, token=...)``  serve the SDK's Streamable HTTP
                          transport at ``/mcp`` until cancelled;
-    ``notify_tools_changed()``  send ``notifications/tools/list_changed`` to every
-                         client that listed the tools (awaited by the registry
-                         after a re-merge; ``listChanged`` is advertised on stdio
-                         when the registry can change).
+    ``notify_tools_changed()``  serve the registry's current tools and tell the
+                         clients (awaited by the registry after a re-merge): handshake-era
+                         connections that listed them, and ``subscriptions/listen``
+                         streams; see :class:`ToolsServer` for what is advertised;
+    ``end_listen_streams()``  end the open listen streams with their result (at
+                         stdin EOF and at HTTP shutdown).
 
 HTTP
 ----
 Loopback by default, with the SDK's Host/Origin checks against DNS
 rebinding. A ``token`` makes every request carry ``Authorization: Bearer
 <token>`` (compared in constant time) or get ``401``; the caller refuses to
-bind a non-loopback address without one.
+bind a non-loopback address without one. When ``stop`` is set, the listen streams
+and the sessions' standalone GET streams end (:class:`StandaloneStreams`), so no
+client holding one open holds up the exit.
 
 Mapping
 -------
@@ -592,6 +596,7 @@ class McpServer:
         self._listed_by: dict[int, Any] = {}  # per handshake-era connection: a session that listed the tools
         self._changes = InMemorySubscriptionBus()  # to the stateless revision's subscriptions/listen streams
         self._listen = ListenHandler(self._changes, max_subscriptions=LISTEN_LIMIT)
+        self._listen_ended = False
         invoker.registry.watch(self.notify_tools_changed)
         self.sdk_server = ToolsServer(
             name,
@@ -599,7 +604,7 @@ class McpServer:
             instructions=instructions,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
-            on_subscriptions_listen=self._listen if can_change else None,
+            on_subscriptions_listen=self._subscriptions_listen if can_change else None,
         )
         self.sdk_server.tools_can_change = can_change
         # Added here: passing it to Server() warns that roots are deprecated as of 2026-07-28.
@@ -647,8 +652,16 @@ class McpServer:
             self._listed_by.pop(key, None)
             log.debug("tools/list_changed not sent: %s", describe_exception(exc))
 
+    async def _subscriptions_listen(
+        self, ctx: ServerRequestContext[Any], params: types.SubscriptionsListenRequestParams
+    ) -> types.SubscriptionsListenResult:
+        if self._listen_ended:  # a stream opened now would hold up the exit
+            raise MCPError(code=types.INTERNAL_ERROR, message="the server is shutting down")
+        return await self._listen(ctx, params)
+
     def end_listen_streams(self) -> None:
-        """End every open ``subscriptions/listen`` stream gracefully (at shutdown: no stream holds it up)."""
+        """End every open ``subscriptions/listen`` stream with its result; refuse new ones (shutdown)."""
+        self._listen_ended = True
         self._listen.close()
 
     async def _call_tool(

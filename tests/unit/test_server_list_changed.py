@@ -11,6 +11,7 @@ from __future__ import annotations
 import anyio
 import pytest
 from mcp.client import Client
+from mcp.shared.exceptions import MCPError
 from mcp_types import ToolListChangedNotification
 
 from awf_mcp.core.calls import ToolInvoker
@@ -60,3 +61,16 @@ async def test_nothing_is_remembered_when_the_tools_cannot_change() -> None:
     async with Client(server.sdk_server, mode="legacy") as client:
         await client.list_tools()
     assert server._listed_by == {}
+
+
+async def test_once_listen_streams_are_ended_a_new_one_is_refused() -> None:
+    """At shutdown, a stream opened after the others were ended would hold up the exit."""
+    server = McpServer(ToolInvoker(build([upstream("chg", "chg_a")], Settings()), timeout_seconds=5))
+    async with Client(server.sdk_server, mode="2026-07-28") as client:
+        async with client.listen(tools_list_changed=True) as changes:
+            server.end_listen_streams()
+            with anyio.fail_after(5):
+                assert [event async for event in changes] == []  # ended, gracefully
+        with pytest.raises(MCPError, match="shutting down"):
+            async with client.listen(tools_list_changed=True):
+                pass
