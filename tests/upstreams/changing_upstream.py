@@ -4,7 +4,8 @@
 
 * ``wait`` sleeps ``seconds`` (default 1), then answers ``waited``;
 * ``grow`` adds a tool called ``name`` (listed again if it is there already, so the list
-  then holds the name twice) and sends ``notifications/tools/list_changed``;
+  then holds the name twice) and sends ``notifications/tools/list_changed``; with ``linger``
+  (seconds) it answers only that long after, so the change is known before the call ends;
 * ``drop`` removes every tool called ``name`` (``wait`` too) and sends ``notifications/tools/list_changed``;
 * an added tool answers ``I am <name>``.
 """
@@ -20,13 +21,18 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 
 NAMED = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+GROW = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "linger": {"type": "number"}},
+    "required": ["name"],
+}
 FIXED = [
     types.Tool(
         name="wait",
         description="Sleep.",
         input_schema={"type": "object", "properties": {"seconds": {"type": "number"}}},
     ),
-    types.Tool(name="grow", description="Add a tool.", input_schema=NAMED),
+    types.Tool(name="grow", description="Add a tool.", input_schema=GROW),
     types.Tool(name="drop", description="Remove a tool.", input_schema=NAMED),
 ]
 added: list[str] = []
@@ -60,6 +66,7 @@ async def call_tool(
             added[:] = [n for n in added if n != name]
             FIXED[:] = [tool for tool in FIXED if tool.name != name]
         await ctx.session.send_tool_list_changed()
+        await anyio.sleep(float(arguments.get("linger", 0)))
         return text("ok")
     if params.name in added:
         return text(f"I am {params.name}")
