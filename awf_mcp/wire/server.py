@@ -596,6 +596,7 @@ class McpServer:
         self._listed_by: dict[int, Any] = {}  # per handshake-era connection: a session that listed the tools
         self._changes = InMemorySubscriptionBus()  # to the stateless revision's subscriptions/listen streams
         self._listen = ListenHandler(self._changes, max_subscriptions=LISTEN_LIMIT)
+        self._listens_open = 0
         self._listen_ended = False
         invoker.registry.watch(self.notify_tools_changed)
         self.sdk_server = ToolsServer(
@@ -657,7 +658,17 @@ class McpServer:
     ) -> types.SubscriptionsListenResult:
         if self._listen_ended:  # a stream opened now would hold up the exit
             raise MCPError(code=types.INTERNAL_ERROR, message="the server is shutting down")
-        return await self._listen(ctx, params)
+        if self._listens_open >= LISTEN_LIMIT:
+            raise MCPError(
+                code=types.INTERNAL_ERROR,
+                message=f"{self._listens_open} subscriptions/listen streams are open, the most awf-mcp "
+                "serves at once; end one before listening again",
+            )
+        self._listens_open += 1
+        try:
+            return await self._listen(ctx, params)
+        finally:
+            self._listens_open -= 1
 
     def end_listen_streams(self) -> None:
         """End every open ``subscriptions/listen`` stream with its result; refuse new ones (shutdown)."""

@@ -33,6 +33,7 @@ from mcp.client.subscriptions import ServerEvent, ToolsListChanged, listen
 from mcp.shared.exceptions import MCPError
 from mcp_types import METHOD_NOT_FOUND, ToolListChangedNotification
 
+from awf_mcp.wire.server import LISTEN_LIMIT
 from tests.helpers.harness import RawServer, mcp_session, server_command, server_env, text_of, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -41,6 +42,7 @@ CHANGING = Path(__file__).resolve().parents[1] / "upstreams" / "changing_upstrea
 NO_PLUGINS = {"AWF_MCP_NO_PLUGINS": "1"}
 TOKEN = "list-changed-token"
 STATELESS = "2026-07-28"
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 ENVELOPE = {
     "io.modelcontextprotocol/protocolVersion": STATELESS,
     "io.modelcontextprotocol/clientCapabilities": {},
@@ -169,6 +171,46 @@ def test_stdin_eof_ends_an_open_listen_stream_with_its_result(tmp_path: Path) ->
         last = [line for line in server.read_rest().splitlines() if line.strip()][-1]
     assert b'"id":"watch","result"' in last, last
     assert b'"io.modelcontextprotocol/subscriptionId":"watch"' in last
+
+
+def test_listen_streams_past_the_limit_are_refused_in_a_sentence_and_the_open_ones_still_told(
+    tmp_path: Path,
+) -> None:
+    config = changing_config(tmp_path)
+    with RawServer("--config", config, "--no-builtins", env=NO_PLUGINS, cwd=tmp_path) as server:
+        server.request("server/discover", {"_meta": ENVELOPE})
+        listen_params = {"_meta": ENVELOPE, "notifications": {"toolsListChanged": True}}
+        for number in range(LISTEN_LIMIT):
+            server.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": f"l{number}",
+                    "method": "subscriptions/listen",
+                    "params": listen_params,
+                }
+            )
+        acknowledged = {server.receive()["params"]["_meta"][SUBSCRIPTION_ID] for _ in range(LISTEN_LIMIT)}
+        assert len(acknowledged) == LISTEN_LIMIT
+        refused = server.request("subscriptions/listen", listen_params)
+        assert refused["error"]["message"] == (
+            f"{LISTEN_LIMIT} subscriptions/listen streams are open, the most awf-mcp serves at once; "
+            "end one before listening again"
+        )
+        called = server.request(
+            "tools/call", {"_meta": ENVELOPE, "name": "chg_grow", "arguments": {"name": "extra"}}
+        )
+        assert called["result"]["content"] == [{"type": "text", "text": "ok"}]
+        told = set()
+        while len(told) < LISTEN_LIMIT:
+            frame = server.receive()
+            assert frame["method"] == "notifications/tools/list_changed", frame
+            told.add(frame["params"]["_meta"][SUBSCRIPTION_ID])
+        assert told == acknowledged
+        server.close_stdin()
+        assert server.wait(5) == 0
+        assert server.read_rest().count(b'"result":{"_meta":{"io.modelcontextprotocol/subscriptionId"') == (
+            LISTEN_LIMIT
+        )
 
 
 # ---------------------------------------------------------------- Streamable HTTP, both families
