@@ -31,8 +31,40 @@ Contract
   :func:`backoff_seconds`; a call inside that wait gets an ``isError`` saying when the
   next attempt is.
 * :func:`instructions` gathers the upstreams' own ``instructions`` for awf-mcp's.
+* Requests from the server (see "Upstream requests" below) go to :meth:`UpstreamProvider.answer`.
 * ``close()`` ends the connection (the adapter stops the process group) and is bounded
   by the runtime's close timeout.
+
+Upstream requests
+-----------------
+A server may ask its client for ``roots/list``, ``sampling/createMessage`` or
+``elicitation/create``. What the connection advertises is the :data:`ClientOffer` the
+provider is given: the agent's own declared ``sampling`` and ``elicitation`` capabilities
+(verbatim; not on the stateless revision 2026-07-28, see below), and ``roots`` when the
+agent declared roots; nothing at all without an agent (``awf-mcp tools list``, ``tools
+call``, ``servers list``, ``serve --transport http``). A request is answered so:
+
+* ``roots/list`` is answered by awf-mcp itself (even when roots were not advertised),
+  never forwarded: the roots the oldest
+  in-flight call of this server is confined to (:attr:`~awf_mcp.ports.CallContext.roots`,
+  the client's roots under the configured ceiling), or the configured roots when no call
+  is in flight, as ``file://`` URIs. An upstream so never learns of a directory awf-mcp's
+  own tools may not touch.
+* ``sampling/createMessage`` and ``elicitation/create`` are forwarded to the agent
+  through the :class:`~awf_mcp.ports.ClientChannel` of a call of this server that is in
+  flight, the **oldest** one when there are several (the request carries nothing that
+  ties it to one call; the oldest is the one the upstream has been working on longest).
+  The agent's result goes back unchanged.
+* Refused, with a JSON-RPC error holding one sentence (:class:`UpstreamRequestRefused`),
+  the server serving on: a request with no call of the server in flight; one the agent
+  did not declare the capability for; one the agent answered with an error; one whose
+  call ended (answered, timed out, cancelled) before the agent answered. An agent on the
+  stateless revision 2026-07-28 has no back-channel: a question ends its call with
+  ``input_required``, and an upstream's call cannot yet be held open across the agent's
+  retry, so sampling and elicitation are neither advertised nor forwarded there (a
+  request that comes anyway is refused saying so).
+* Each forwarded request is logged (INFO, logger ``awf_mcp.upstream``) with the server,
+  the method, the call and the outcome.
 
 The connection is owned by one task per server (the SDK's session must be entered and
 left in the same task); it is an asyncio task because start-up runs before the serve
@@ -48,6 +80,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
+from pathlib import PurePosixPath
 from typing import Any, Protocol
 
 import anyio
@@ -55,7 +88,16 @@ import anyio
 from awf_mcp.core.plugins import PluginRecord, ProviderTools
 from awf_mcp.core.servers import ServerSpec, working_directory
 from awf_mcp.errors import PluginError
-from awf_mcp.ports import CallContext, ToolDefinition, ToolError, ToolResult, current_call
+from awf_mcp.ports import (
+    CLIENT_METHODS,
+    CallContext,
+    ClientCannotAnswer,
+    InputRequired,
+    ToolDefinition,
+    ToolError,
+    ToolResult,
+    current_call,
+)
 
 log = logging.getLogger("awf_mcp.upstream")
 
@@ -77,6 +119,37 @@ class UpstreamGone(UpstreamFailure):
     """The connection ended; the message says how (exit code, signal, fault)."""
 
 
+class UpstreamRequestRefused(Exception):
+    """A request from an upstream server that awf-mcp does not answer; the message says why."""
+
+    def __init__(self, message: str, *, unsupported: bool = False) -> None:
+        super().__init__(message)
+        self.unsupported = unsupported
+        """True when the request is one the client does not support (the agent lacks it)."""
+
+
+ClientOffer = Mapping[str, Mapping[str, Any]]
+"""The client capabilities a connection advertises upstream: keys among ``sampling``,
+``elicitation`` and ``roots``, each the JSON object the agent declared for it."""
+
+NO_OFFER: ClientOffer = {}
+
+RequestAnswerer = Callable[[str, Mapping[str, Any]], Awaitable[Mapping[str, Any]]]
+"""Answers one request of a server (``method``, ``params``, as on the wire) with its result, or
+raises :class:`UpstreamRequestRefused`."""
+
+
+def offer_from(declared: Mapping[str, Any] | None) -> ClientOffer:
+    """What to advertise upstream for an agent that declared client capabilities ``declared``."""
+    if not isinstance(declared, Mapping):
+        return NO_OFFER
+    return {
+        feature: dict(declared[feature])
+        for feature in ("sampling", "elicitation", "roots")
+        if isinstance(declared.get(feature), Mapping)
+    }
+
+
 class UpstreamSession(Protocol):
     """What :data:`Connect` yields: a live connection speaking domain types."""
 
@@ -84,13 +157,15 @@ class UpstreamSession(Protocol):
     instructions: str | None
     on_tools_changed: Callable[[], None] | None
     """Called (synchronously, from the session's reader) for each ``tools/list_changed``."""
+    on_request: RequestAnswerer | None
+    """Answers the server's requests (each in a task of its own); ``None`` refuses them."""
 
     def reason(self) -> str:
         """Why the connection ended, or what went wrong on it."""
         ...
 
-    async def handshake(self) -> None:
-        """The MCP ``initialize`` exchange; raises :class:`UpstreamFailure`."""
+    async def handshake(self, offer: ClientOffer) -> None:
+        """The MCP ``initialize`` exchange advertising ``offer``; raises :class:`UpstreamFailure`."""
         ...
 
     async def list_tools(self) -> list[ToolDefinition]:
@@ -118,10 +193,15 @@ def backoff_seconds(deaths: int) -> float:
 class UpstreamProvider:
     """One upstream server as a :class:`~awf_mcp.ports.ToolProvider`; see the module docstring."""
 
-    def __init__(self, spec: ServerSpec, connect: Connect, *, roots: Sequence[str] = ()) -> None:
+    def __init__(
+        self, spec: ServerSpec, connect: Connect, *, roots: Sequence[str] = (), offer: ClientOffer = NO_OFFER
+    ) -> None:
         self.spec = spec
         self._connect = connect
         self._cwd = working_directory(spec, roots)
+        self._roots = tuple(roots)
+        self.offer = offer
+        self._in_flight: list[_Flight] = []
         self._prefix = f"{spec.name}_"
         self._session: UpstreamSession | None = None
         self._runner: asyncio.Task[None] | None = None
@@ -219,6 +299,7 @@ class UpstreamProvider:
         async def own() -> None:
             try:
                 async with self._connect(self.spec, self._cwd) as session:
+                    session.on_request = self.answer
                     opened.append(session)
                     self._session = session
                     ready.set()
@@ -252,7 +333,7 @@ class UpstreamProvider:
                 raise _as_failure(failure[0], self.spec)
             raise UpstreamFailure("it could not be started")
         try:
-            await session.handshake()
+            await session.handshake(self.offer)
         except UpstreamFailure:
             raise
         except Exception as exc:
@@ -318,6 +399,8 @@ class UpstreamProvider:
         tool = name.removeprefix(self._prefix)
         session = await self._ensure()
         context = current_call()
+        flight = _Flight(context)
+        self._in_flight.append(flight)
         try:
             with anyio.fail_after(self.spec.timeout_seconds) if self.spec.timeout_seconds else _no_limit():
                 result = await session.call_tool(tool, arguments, _wanted_progress(context))
@@ -332,7 +415,52 @@ class UpstreamProvider:
                 f"server '{self.spec.name}' did not answer {tool} within {self.spec.timeout_seconds:g} s "
                 "(timeout_seconds); the call was cancelled"
             )
+        finally:
+            self._in_flight.remove(flight)
+            flight.end()
         self.deaths = 0
+        return result
+
+    def roots(self) -> tuple[str, ...]:
+        """The roots an upstream's ``roots/list`` is answered with; see the module docstring."""
+        flight = self._in_flight[0] if self._in_flight else None
+        confined = flight.context.roots if flight is not None else None
+        return confined if confined is not None else self._roots
+
+    async def answer(self, method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The result for the server's request ``method``; see "Upstream requests" in the module docstring.
+
+        Raises :class:`UpstreamRequestRefused` with the sentence the server is sent.
+        """
+        name = self.spec.name
+        feature = CLIENT_METHODS.get(method)
+        if feature is None:
+            raise UpstreamRequestRefused(
+                f"awf-mcp does not answer {method} from server '{name}': it is not a request a server may "
+                "send its client",
+                unsupported=True,
+            )
+        if feature == "roots":
+            return {"roots": [{"uri": file_uri(root)} for root in self.roots()]}
+        if feature not in self.offer:
+            raise UpstreamRequestRefused(
+                f"awf-mcp refused {method} from server '{name}': it did not advertise {feature} to this "
+                "server, because the agent did not declare it or cannot be asked during a call",
+                unsupported=True,
+            )
+        if not self._in_flight:
+            raise UpstreamRequestRefused(
+                f"awf-mcp refused {method} from server '{name}': none of the server's tool calls is running, "
+                "and awf-mcp forwards such a request to the agent only during one"
+            )
+        flight = self._in_flight[0]
+        call = flight.context.tool_name or "a call"
+        try:
+            result = await flight.ask(method, params)
+        except UpstreamRequestRefused as exc:
+            log.info("server '%s' asked %s during %s: refused: %s", name, method, call, exc)
+            raise
+        log.info("server '%s' asked %s during %s: forwarded to the agent, answered", name, method, call)
         return result
 
     async def close(self) -> None:
@@ -349,6 +477,55 @@ def _as_failure(exc: BaseException, spec: ServerSpec) -> UpstreamFailure:
         return exc
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return UpstreamFailure(spec.redact(f"{type(exc).__name__}: {text}" if text else type(exc).__name__))
+
+
+def file_uri(path: str) -> str:
+    """The ``file://`` URI of absolute ``path``."""
+    return PurePosixPath(path).as_uri()
+
+
+class _Flight:
+    """One call forwarded to the server, while it runs: the agent's channel for the server's requests."""
+
+    def __init__(self, context: CallContext) -> None:
+        self.context = context
+        self.ended = False
+        self._asking: set[anyio.CancelScope] = set()
+
+    def end(self) -> None:
+        """The call is over: a request still waiting for the agent is abandoned."""
+        self.ended = True
+        for scope in self._asking:
+            scope.cancel()
+
+    async def ask(self, method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The agent's answer to ``method``; raises :class:`UpstreamRequestRefused`."""
+        channel = self.context.channel
+        feature = CLIENT_METHODS[method]
+        if not channel.supports(feature):
+            raise UpstreamRequestRefused(
+                f"awf-mcp refused {method}: the agent does not support {feature}", unsupported=True
+            )
+        call = self.context.tool_name or "the call"
+        with anyio.CancelScope() as scope:
+            self._asking.add(scope)
+            if self.ended:
+                scope.cancel()
+            try:
+                return await channel.ask(method, params)
+            except ClientCannotAnswer as exc:
+                raise UpstreamRequestRefused(f"awf-mcp could not forward {method}: {exc}") from None
+            except InputRequired:
+                raise UpstreamRequestRefused(
+                    f"awf-mcp refused {method}: the agent speaks the stateless MCP revision (2026-07-28), "
+                    "on which awf-mcp cannot hold an upstream's call open while the agent answers"
+                ) from None
+            finally:
+                self._asking.discard(scope)
+        raise UpstreamRequestRefused(
+            f"awf-mcp refused {method}: {call} ended (answered, timed out or cancelled) "
+            "before the agent answered"
+        )
 
 
 @contextlib.contextmanager
@@ -391,8 +568,10 @@ async def start_all(
     roots: Sequence[str] = (),
     strict: bool = False,
     on_failure: Callable[[PluginRecord], None] | None = report_failed_server,
+    offer: ClientOffer = NO_OFFER,
 ) -> list[PluginRecord]:
-    """Start every enabled server concurrently; one record per server (see the module docstring)."""
+    """Start every enabled server concurrently, advertising ``offer``; one record per server (see the
+    module docstring)."""
     records: list[PluginRecord] = []
 
     async def start_one(record: PluginRecord, provider: UpstreamProvider) -> None:
@@ -412,7 +591,7 @@ async def start_all(
             elif spec.problem:
                 record.fail(spec.problem)
             else:
-                group.start_soon(start_one, record, UpstreamProvider(spec, connect, roots=roots))
+                group.start_soon(start_one, record, UpstreamProvider(spec, connect, roots=roots, offer=offer))
     failed = [record for record in records if not record.ok and record.status != "disabled"]
     if failed and strict:
         for record in records:
