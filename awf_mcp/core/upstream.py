@@ -40,29 +40,36 @@ Upstream requests
 A server may ask its client for ``roots/list``, ``sampling/createMessage`` or
 ``elicitation/create``. What the connection advertises is the :data:`ClientOffer` the
 provider is given: the agent's own declared ``sampling`` and ``elicitation`` capabilities
-(verbatim; not on the stateless revision 2026-07-28, see below), and ``roots`` when the
-agent declared roots; nothing at all without an agent (``awf-mcp tools list``, ``tools
-call``, ``servers list``, ``serve --transport http``). A request is answered so:
+(verbatim), and ``roots`` when the agent declared roots; nothing at all without an agent
+(``awf-mcp tools list``, ``tools call``, ``servers list``, ``serve --transport http``). A
+request is answered so:
 
 * ``roots/list`` is answered by awf-mcp itself (even when roots were not advertised),
-  never forwarded: the roots the oldest
-  in-flight call of this server is confined to (:attr:`~awf_mcp.ports.CallContext.roots`,
-  the client's roots under the configured ceiling), or the configured roots when no call
-  is in flight, as ``file://`` URIs. An upstream so never learns of a directory awf-mcp's
-  own tools may not touch.
+  never forwarded: the roots the oldest attached call (below) of this server is confined
+  to (:attr:`~awf_mcp.ports.CallContext.roots`, the client's roots under the configured
+  ceiling), or the configured roots when there is none, as ``file://`` URIs. An upstream
+  so never learns of a directory awf-mcp's own tools may not touch.
 * ``sampling/createMessage`` and ``elicitation/create`` are forwarded to the agent
-  through the :class:`~awf_mcp.ports.ClientChannel` of a call of this server that is in
-  flight, the **oldest** one when there are several (the request carries nothing that
-  ties it to one call; the oldest is the one the upstream has been working on longest).
-  The agent's result goes back unchanged.
+  through the :class:`~awf_mcp.ports.ClientChannel` of a call of this server that an
+  agent's call is waiting on ("attached"), the **oldest** one when there are several (the
+  request carries nothing that ties it to one call; the oldest is the one the upstream has
+  been working on longest). The agent's result goes back unchanged.
+* On the stateless revision (2026-07-28) the channel raises
+  :class:`~awf_mcp.ports.InputRequired` instead of answering. The upstream call runs in a
+  task of its own, so the agent's call then ends with that ``input_required`` while the
+  upstream call stays open, **suspended**, its request waiting. The agent's retry (the same
+  tool and arguments, carrying the answer) finds the oldest suspended call of that tool
+  with those arguments, asks its channel the same question (which now finds the answer),
+  sends it upstream, and follows the upstream call again, to its result or its next
+  question. At most :data:`MAX_SUSPENDED` calls of a server are suspended (beyond that
+  the oldest is cancelled upstream), each for at most :data:`SUSPEND_SECONDS` (then its
+  request is refused and the upstream call goes on without a follower).
 * Refused, with a JSON-RPC error holding one sentence (:class:`UpstreamRequestRefused`),
-  the server serving on: a request with no call of the server in flight; one the agent
+  the server serving on: a request with no attached call of the server; one the agent
   did not declare the capability for; one the agent answered with an error; one whose
-  call ended (answered, timed out, cancelled) before the agent answered. An agent on the
-  stateless revision 2026-07-28 has no back-channel: a question ends its call with
-  ``input_required``, and an upstream's call cannot yet be held open across the agent's
-  retry, so sampling and elicitation are neither advertised nor forwarded there (a
-  request that comes anyway is refused saying so).
+  call ended (answered, timed out, cancelled) before the agent answered.
+* Cancelling or timing out the agent's call cancels the upstream call (the SDK sends
+  ``notifications/cancelled``); an agent's call ended by ``input_required`` does not.
 * Each forwarded request is logged (INFO, logger ``awf_mcp.upstream``) with the server,
   the method, the call and the outcome.
 
@@ -109,6 +116,13 @@ RELIST_PAUSE_SECONDS = 0.05
 SHUT_SECONDS = 0.45
 """How long closing waits for a connection to end (stdin EOF, SIGTERM, SIGKILL of its group take
 0.3 s at most) before it stops waiting: under the runtime's 0.5 s bound per provider."""
+
+
+SUSPEND_SECONDS = 300.0
+"""How long an upstream's call waits, suspended, for an agent on the stateless revision to come back
+with its answer (the agent's ``request_state`` lives ten minutes)."""
+MAX_SUSPENDED = 16
+"""How many calls of one server may be suspended at once; beyond that the oldest is cancelled."""
 
 
 class UpstreamFailure(ToolError):
@@ -202,6 +216,7 @@ class UpstreamProvider:
         self._roots = tuple(roots)
         self.offer = offer
         self._in_flight: list[_Flight] = []
+        self._suspended: list[_Flight] = []
         self._prefix = f"{spec.name}_"
         self._session: UpstreamSession | None = None
         self._runner: asyncio.Task[None] | None = None
@@ -395,35 +410,132 @@ class UpstreamProvider:
         raise UpstreamFailure(f"server '{self.spec.name}' could not be restarted: {reason}")
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
-        """Forward a call to the server; see the module docstring."""
+        """Forward a call to the server; see the module docstring.
+
+        The upstream call runs in a task of its own, followed by the agent's call, so that it can
+        outlive an agent's call that ends with ``input_required`` (see "Upstream requests").
+        """
         tool = name.removeprefix(self._prefix)
-        session = await self._ensure()
         context = current_call()
-        flight = _Flight(context)
+        suspended = self._resumable(tool, arguments)
+        if suspended is not None:
+            return await self._resume(suspended, context)
+        session = await self._ensure()
+        flight = _Flight(tool, arguments, context)
         self._in_flight.append(flight)
+        progress = _wanted_progress(context)
+        forward = None if progress is None else flight.report_progress
+        flight.task = asyncio.get_running_loop().create_task(
+            self._forward(flight, session, forward), name=f"awf-mcp call {self.spec.name}/{tool}"
+        )
+        return await self._follow(flight)
+
+    async def _forward(
+        self, flight: _Flight, session: UpstreamSession, progress: ProgressCallback | None
+    ) -> None:
+        """The upstream call itself; its outcome goes to ``flight``."""
+        tool = flight.tool
         try:
             with anyio.fail_after(self.spec.timeout_seconds) if self.spec.timeout_seconds else _no_limit():
-                result = await session.call_tool(tool, arguments, _wanted_progress(context))
+                flight.outcome = await session.call_tool(tool, flight.arguments, progress)
+            self.deaths = 0
         except UpstreamGone as exc:
             self._mark_down(str(exc))
-            return ToolResult.error(
+            flight.outcome = ToolResult.error(
                 f"server '{self.spec.name}' stopped during the call of {tool}: {exc}; "
                 "the next call restarts it"
             )
         except TimeoutError:
-            return ToolResult.error(
+            flight.outcome = ToolResult.error(
                 f"server '{self.spec.name}' did not answer {tool} within {self.spec.timeout_seconds:g} s "
                 "(timeout_seconds); the call was cancelled"
             )
+        except Exception as exc:
+            flight.failure = exc
         finally:
             self._in_flight.remove(flight)
+            if flight in self._suspended:
+                self._suspended.remove(flight)
             flight.end()
-        self.deaths = 0
-        return result
+
+    async def _follow(self, flight: _Flight) -> ToolResult:
+        """The agent's call waiting for ``flight``: its outcome, or :class:`InputRequired` to suspend it."""
+        try:
+            while True:
+                await flight.wake.wait()
+                flight.wake = anyio.Event()
+                if flight.ended:
+                    if flight.failure is not None:
+                        raise flight.failure
+                    assert flight.outcome is not None
+                    return flight.outcome
+                question = flight.question
+                if question is not None and not question.put and not question.answered.is_set():
+                    question.put = True
+                    self._suspend(flight)
+                    raise question.asked
+        except InputRequired:
+            raise
+        except BaseException:
+            flight.abandon()  # the agent's call was cancelled or timed out: so is the upstream call
+            raise
+
+    def _suspend(self, flight: _Flight) -> None:
+        flight.attached = False
+        flight.suspended_at = time.monotonic()
+        self._suspended.append(flight)
+        while len(self._suspended) > MAX_SUSPENDED:
+            oldest = self._suspended.pop(0)
+            log.info(
+                "server '%s': gave up a suspended call of %s (too many suspended)",
+                self.spec.name,
+                oldest.tool,
+            )
+            oldest.abandon()
+
+    def _resumable(self, tool: str, arguments: Mapping[str, Any]) -> _Flight | None:
+        """The oldest suspended call of ``tool`` with ``arguments`` whose question is still open."""
+        now = time.monotonic()
+        for flight in list(self._suspended):
+            if now - flight.suspended_at > SUSPEND_SECONDS:
+                self._suspended.remove(flight)
+                flight.abandon()
+        for flight in self._suspended:
+            question = flight.question
+            if (
+                flight.tool == tool
+                and flight.arguments == arguments
+                and question
+                and not question.answered.is_set()
+            ):
+                return flight
+        return None
+
+    async def _resume(self, flight: _Flight, context: CallContext) -> ToolResult:
+        """The agent's retry of a suspended call: its answer goes upstream, and the call is followed again."""
+        question = flight.question
+        assert question is not None
+        asked = question.asked
+        try:
+            answer: Mapping[str, Any] | None = await context.channel.ask(asked.method, asked.params)
+            refusal = ""
+        except ClientCannotAnswer as exc:
+            answer, refusal = None, f"awf-mcp could not forward {asked.method}: {exc}"
+        # (an InputRequired here, the agent retrying without the answer, leaves the call suspended)
+        if flight in self._suspended:
+            self._suspended.remove(flight)
+        flight.context = context
+        flight.attached = True
+        flight.question = None
+        question.settle(answer, refusal)
+        return await self._follow(flight)
+
+    def _oldest_attached(self) -> _Flight | None:
+        return next((flight for flight in self._in_flight if flight.attached), None)
 
     def roots(self) -> tuple[str, ...]:
         """The roots an upstream's ``roots/list`` is answered with; see the module docstring."""
-        flight = self._in_flight[0] if self._in_flight else None
+        flight = self._oldest_attached()
         confined = flight.context.roots if flight is not None else None
         return confined if confined is not None else self._roots
 
@@ -445,15 +557,15 @@ class UpstreamProvider:
         if feature not in self.offer:
             raise UpstreamRequestRefused(
                 f"awf-mcp refused {method} from server '{name}': it did not advertise {feature} to this "
-                "server, because the agent did not declare it or cannot be asked during a call",
+                "server, because the agent did not declare it",
                 unsupported=True,
             )
-        if not self._in_flight:
+        flight = self._oldest_attached()
+        if flight is None:
             raise UpstreamRequestRefused(
                 f"awf-mcp refused {method} from server '{name}': none of the server's tool calls is running, "
                 "and awf-mcp forwards such a request to the agent only during one"
             )
-        flight = self._in_flight[0]
         call = flight.context.tool_name or "a call"
         try:
             result = await flight.ask(method, params)
@@ -465,6 +577,8 @@ class UpstreamProvider:
 
     async def close(self) -> None:
         """Stop the server."""
+        for flight in list(self._in_flight):
+            flight.abandon()
         await self._shut()
 
 
@@ -484,19 +598,60 @@ def file_uri(path: str) -> str:
     return PurePosixPath(path).as_uri()
 
 
-class _Flight:
-    """One call forwarded to the server, while it runs: the agent's channel for the server's requests."""
+class _Question:
+    """A request of the server that ended the agent's call with ``input_required``, waiting for the retry."""
 
-    def __init__(self, context: CallContext) -> None:
+    def __init__(self, asked: InputRequired) -> None:
+        self.asked = asked
+        self.put = False
+        """The agent's call has ended with it (the agent was asked)."""
+        self.answered = anyio.Event()
+        self.answer: Mapping[str, Any] | None = None
+        self.refusal = ""
+
+    def settle(self, answer: Mapping[str, Any] | None, refusal: str = "") -> None:
+        if not self.answered.is_set():
+            self.answer, self.refusal = answer, refusal
+            self.answered.set()
+
+
+class _Flight:
+    """One call forwarded to the server, while it runs: the agent's channel for the server's requests.
+
+    ``attached`` while an agent's call follows it; a suspended flight (the agent's call ended with
+    ``input_required``) waits for the agent's retry with its ``question`` open.
+    """
+
+    def __init__(self, tool: str, arguments: Mapping[str, Any], context: CallContext) -> None:
+        self.tool = tool
+        self.arguments = dict(arguments)
         self.context = context
+        self.attached = True
         self.ended = False
+        self.outcome: ToolResult | None = None
+        self.failure: Exception | None = None
+        self.question: _Question | None = None
+        self.suspended_at = 0.0
+        self.wake = anyio.Event()
+        self.task: asyncio.Task[None] | None = None
         self._asking: set[anyio.CancelScope] = set()
 
+    def report_progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """Progress of the upstream call, to whichever agent call follows it now."""
+        if self.attached:
+            self.context.report_progress(progress, total, message)
+
     def end(self) -> None:
-        """The call is over: a request still waiting for the agent is abandoned."""
+        """The upstream call is over: a request still waiting for the agent is abandoned."""
         self.ended = True
         for scope in self._asking:
             scope.cancel()
+        self.wake.set()
+
+    def abandon(self) -> None:
+        """Cancel the upstream call (no agent call will take its outcome)."""
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
 
     async def ask(self, method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
         """The agent's answer to ``method``; raises :class:`UpstreamRequestRefused`."""
@@ -512,14 +667,24 @@ class _Flight:
             if self.ended:
                 scope.cancel()
             try:
-                return await channel.ask(method, params)
-            except ClientCannotAnswer as exc:
-                raise UpstreamRequestRefused(f"awf-mcp could not forward {method}: {exc}") from None
-            except InputRequired:
-                raise UpstreamRequestRefused(
-                    f"awf-mcp refused {method}: the agent speaks the stateless MCP revision (2026-07-28), "
-                    "on which awf-mcp cannot hold an upstream's call open while the agent answers"
-                ) from None
+                try:
+                    return await channel.ask(method, params)
+                except ClientCannotAnswer as exc:
+                    raise UpstreamRequestRefused(f"awf-mcp could not forward {method}: {exc}") from None
+                except InputRequired as asked:
+                    question = _Question(asked)
+                self.question = question
+                self.wake.set()
+                with anyio.move_on_after(SUSPEND_SECONDS):
+                    await question.answered.wait()
+                question.settle(
+                    None,
+                    f"awf-mcp refused {method}: the agent did not come back with an answer within "
+                    f"{SUSPEND_SECONDS:g} s",
+                )
+                if question.answer is None:
+                    raise UpstreamRequestRefused(question.refusal)
+                return question.answer
             finally:
                 self._asking.discard(scope)
         raise UpstreamRequestRefused(

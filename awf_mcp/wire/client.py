@@ -126,9 +126,8 @@ def offer_from_first_message(data: bytes) -> ClientOffer:
     """The client capabilities to advertise upstream, from the agent's first message (raw JSON).
 
     ``initialize`` declares them in ``params.capabilities``; a request of the stateless revision
-    (2026-07-28: ``server/discover`` or any other) in its ``_meta``, and there only ``roots`` is
-    offered: that revision has no back-channel, so an upstream's sampling or elicitation
-    could not reach the agent during a call. Anything else, or anything malformed, offers nothing.
+    (2026-07-28: ``server/discover`` or any other) in its ``_meta``. Anything else, or anything
+    malformed, offers nothing.
     """
     try:
         message = json.loads(data)
@@ -137,8 +136,7 @@ def offer_from_first_message(data: bytes) -> ClientOffer:
     params = message.get("params") if isinstance(message, dict) else None
     if not isinstance(params, dict):
         return NO_OFFER
-    handshake = message.get("method") == "initialize"
-    if handshake:
+    if message.get("method") == "initialize":
         declared = params.get("capabilities")
     else:
         meta = params.get("_meta")
@@ -147,8 +145,7 @@ def offer_from_first_message(data: bytes) -> ClientOffer:
         capabilities = types.ClientCapabilities.model_validate(declared, by_name=False)
     except ValidationError:
         return NO_OFFER
-    offer = offer_from(capabilities.model_dump(by_alias=True, mode="json", exclude_none=True))
-    return offer if handshake else {key: value for key, value in offer.items() if key == "roots"}
+    return offer_from(capabilities.model_dump(by_alias=True, mode="json", exclude_none=True))
 
 
 class _OfferingSession(ClientSession):

@@ -9,7 +9,8 @@ What each test proves: the upstream is told exactly the capabilities the agent d
 seen in its ``initialize``); a forwarded request's answer reaches the upstream unchanged; an
 agent without the capability, or one answering with an error, gives the upstream one clear
 refusal and the server keeps serving; ``roots/list`` is answered by awf-mcp with the roots
-the call is confined to; an agent on the stateless revision gets no sampling advertised.
+the call is confined to; an agent on the stateless revision (2026-07-28) answers through
+``input_required`` while the upstream's call waits, suspended, for its retry.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import pytest
 from mcp.client.session import ClientRequestContext
 
 from tests.e2e.test_upstream import NO_PLUGINS, UPSTREAMS, node_server, server_table, write_config
-from tests.helpers.harness import mcp_session, text_of
+from tests.helpers.harness import call_answering, mcp_session, text_of
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
@@ -106,8 +107,7 @@ async def test_an_agent_without_them_gets_upstreams_told_nothing_and_clean_refus
         refusal = await call(session, "asking_sample", {"prompt": "hello"})
         assert refusal == (
             "sample refused: awf-mcp refused sampling/createMessage from server 'asking': it did not "
-            "advertise sampling to this server, because the agent did not declare it or cannot be asked "
-            "during a call"
+            "advertise sampling to this server, because the agent did not declare it"
         )
         assert (await call(session, "asking_elicit")).startswith(
             "elicit refused: awf-mcp refused elicitation/create from server 'asking': it did not advertise"
@@ -135,7 +135,7 @@ async def test_an_agent_answering_with_an_error_gives_the_upstream_that_error(tm
         assert await call(session, "asking_echo", {"message": "on"}) == "echo: on"
 
 
-async def test_an_agent_on_the_stateless_revision_gets_no_sampling_advertised(tmp_path: Path) -> None:
+async def test_an_agent_on_the_stateless_revision_answers_through_input_required(tmp_path: Path) -> None:
     agent = Agent()
     config = asking_config(tmp_path)
     async with mcp_session(
@@ -149,11 +149,18 @@ async def test_an_agent_on_the_stateless_revision_gets_no_sampling_advertised(tm
         elicitation_callback=agent.elicit,
     ) as session:
         seen = json.loads(await call(session, "asking_seen"))
-        assert not {"sampling", "elicitation"} & set(seen), seen
-        assert (await call(session, "asking_sample", {"prompt": "x"})).startswith(
-            "sample refused: awf-mcp refused"
-        )
-        assert not agent.sampled
+        assert {"sampling", "elicitation"} <= set(seen), seen
+        # The first round ends with input_required while the upstream's call waits; the retry
+        # carries the answer, which reaches the upstream; its call then finishes.
+        first = await session.call_tool("asking_sample", {"prompt": "x"}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+        [request] = first.input_requests.values()
+        assert request.method == "sampling/createMessage"
+        sampled = await call_answering(session, "asking_sample", {"prompt": "again"})
+        assert text_of(sampled) == "sampled: you said again (stand-in-model)"
+        elicited = await call_answering(session, "asking_elicit", {})
+        assert text_of(elicited) == 'elicited: accept {"name": "Ada"}'
+        assert await call(session, "asking_echo", {"message": "on"}) == "echo: on"
 
 
 async def test_server_everything_lists_and_runs_its_sampling_tool_for_an_agent_that_samples(

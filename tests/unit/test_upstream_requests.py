@@ -103,10 +103,10 @@ async def provider(session: HeldSession, offer: ClientOffer = SAMPLING) -> Upstr
     return upstream
 
 
-async def hold(upstream: UpstreamProvider, context: CallContext) -> None:
+async def hold(upstream: UpstreamProvider, context: CallContext, arguments: Any = None) -> ToolResult:
     token = bind_call_context(context)
     try:
-        await upstream.call_tool("up_hold", {})
+        return await upstream.call_tool("up_hold", arguments or {})
     finally:
         unbind_call_context(token)
 
@@ -144,12 +144,6 @@ async def test_with_no_call_in_flight_a_request_is_refused() -> None:
             SAMPLING,
             Channel("c", ClientCannotAnswer("the client answered with an error: no")),
             "could not forward sampling/createMessage: the client answered with an error: no",
-            False,
-        ),
-        (
-            SAMPLING,
-            Channel("c", InputRequired("k", "sampling/createMessage", SAMPLE)),
-            "the agent speaks the stateless MCP revision",
             False,
         ),
     ],
@@ -232,9 +226,83 @@ def test_the_offer_is_what_initialize_declared_and_nothing_else() -> None:
     assert offer_from_first_message(frame(bare)) == {}
 
 
-def test_a_stateless_agent_offers_only_roots_and_garbage_offers_nothing() -> None:
+def test_a_stateless_agent_offers_what_its_meta_declares_and_garbage_offers_nothing() -> None:
     meta = {"io.modelcontextprotocol/clientCapabilities": {"sampling": {}, "roots": {}}}
     discover = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}
-    assert offer_from_first_message(frame(discover)) == {"roots": {}}
+    assert offer_from_first_message(frame(discover)) == {"sampling": {}, "roots": {}}
     for garbage in (b"not json", b"[]", frame({"method": "initialize", "params": {"capabilities": 7}})):
         assert offer_from_first_message(garbage) == {}
+
+
+def stateless(label: str) -> Channel:
+    """The channel of a call on the stateless revision: every question ends the call."""
+    return Channel(label, InputRequired("key-1", "sampling/createMessage", SAMPLE))
+
+
+async def test_a_stateless_agents_call_is_suspended_and_its_retry_resumes_the_upstream_call() -> None:
+    session = HeldSession()
+    upstream = await provider(session)
+    answers: list[Mapping[str, Any]] = []
+    ended: list[InputRequired] = []
+    results: list[ToolResult] = []
+
+    async def round_one() -> None:
+        with pytest.raises(InputRequired) as raised:
+            await hold(upstream, CallContext(tool_name="up_hold", channel=stateless("first")))
+        ended.append(raised.value)
+
+    async def upstream_asks() -> None:
+        answers.append(await upstream.answer("sampling/createMessage", SAMPLE))
+
+    retry = Channel("retry", {"model": "m"})
+
+    async def round_two() -> None:
+        results.append(await hold(upstream, CallContext(tool_name="up_hold", channel=retry)))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(round_one)
+        await anyio.sleep(0.01)
+        group.start_soon(upstream_asks)
+        await anyio.sleep(0.05)
+        assert [question.key for question in ended] == ["key-1"]  # the agent's call ended: input_required
+        assert not answers  # the upstream still waits, its call open
+        group.start_soon(round_two)
+        await anyio.sleep(0.05)
+        assert answers == [{"answered by": "retry", "model": "m"}]
+        assert retry.asked == [("sampling/createMessage", SAMPLE)]
+        session.release.set()
+    assert [result.content[0].text for result in results] == ["done"]
+    await upstream.close()
+
+
+async def test_a_retry_with_other_arguments_is_a_new_call_and_suspended_calls_are_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("awf_mcp.core.upstream.MAX_SUSPENDED", 1)
+    session = HeldSession()
+    upstream = await provider(session)
+    refused: list[str] = []
+
+    async def suspend(arguments: dict[str, Any]) -> None:
+        with pytest.raises(InputRequired):
+            await hold(upstream, CallContext(tool_name="up_hold", channel=stateless("s")), arguments)
+
+    async def upstream_asks() -> None:
+        try:
+            await upstream.answer("sampling/createMessage", SAMPLE)
+        except UpstreamRequestRefused as exc:
+            refused.append(str(exc))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(suspend, {"n": 1})
+        await anyio.sleep(0.01)
+        group.start_soon(upstream_asks)
+        await anyio.sleep(0.05)
+        group.start_soon(suspend, {"n": 2})  # other arguments: not a retry of the first
+        await anyio.sleep(0.01)
+        group.start_soon(upstream_asks)
+        await anyio.sleep(0.05)
+        # Two suspended with room for one: the older upstream call was cancelled, its question refused.
+        assert len(refused) == 1 and "ended (answered, timed out or cancelled)" in refused[0]
+        session.release.set()
+    await upstream.close()
