@@ -48,7 +48,9 @@ request is answered so:
   never forwarded: the roots the oldest attached call (below) of this server is confined
   to (:attr:`~awf_mcp.ports.CallContext.roots`, the client's roots under the configured
   ceiling), or the configured roots when there is none, as ``file://`` URIs. An upstream
-  so never learns of a directory awf-mcp's own tools may not touch.
+  so never learns of a directory awf-mcp's own tools may not touch. ``roots`` is
+  advertised with ``listChanged``: a call whose roots differ from those last sent first
+  sends the server ``notifications/roots/list_changed`` (the agent's roots change, say).
 * ``sampling/createMessage`` and ``elicitation/create`` are forwarded to the agent
   through the :class:`~awf_mcp.ports.ClientChannel` of a call of this server that an
   agent's call is waiting on ("attached"), the **oldest** one when there are several (the
@@ -157,11 +159,14 @@ def offer_from(declared: Mapping[str, Any] | None) -> ClientOffer:
     """What to advertise upstream for an agent that declared client capabilities ``declared``."""
     if not isinstance(declared, Mapping):
         return NO_OFFER
-    return {
+    offer: dict[str, Mapping[str, Any]] = {
         feature: dict(declared[feature])
-        for feature in ("sampling", "elicitation", "roots")
+        for feature in ("sampling", "elicitation")
         if isinstance(declared.get(feature), Mapping)
     }
+    if isinstance(declared.get("roots"), Mapping):
+        offer["roots"] = {"listChanged": True}  # awf-mcp's own roots, whose changes it announces
+    return offer
 
 
 class UpstreamSession(Protocol):
@@ -173,6 +178,10 @@ class UpstreamSession(Protocol):
     """Called (synchronously, from the session's reader) for each ``tools/list_changed``."""
     on_request: RequestAnswerer | None
     """Answers the server's requests (each in a task of its own); ``None`` refuses them."""
+
+    async def roots_changed(self) -> None:
+        """Send the server ``notifications/roots/list_changed``."""
+        ...
 
     def reason(self) -> str:
         """Why the connection ended, or what went wrong on it."""
@@ -217,6 +226,9 @@ class UpstreamProvider:
         self.offer = offer
         self._in_flight: list[_Flight] = []
         self._suspended: list[_Flight] = []
+        self._roots_told: tuple[str, ...] | None = None
+        """The roots last sent in answer to the server's ``roots/list`` (``None``: none since the
+        last change)."""
         self._prefix = f"{spec.name}_"
         self._session: UpstreamSession | None = None
         self._runner: asyncio.Task[None] | None = None
@@ -315,6 +327,7 @@ class UpstreamProvider:
             try:
                 async with self._connect(self.spec, self._cwd) as session:
                     session.on_request = self.answer
+                    self._roots_told = None
                     opened.append(session)
                     self._session = session
                     ready.set()
@@ -421,6 +434,7 @@ class UpstreamProvider:
         if suspended is not None:
             return await self._resume(suspended, context)
         session = await self._ensure()
+        await self._announce_roots(session, context)
         flight = _Flight(tool, arguments, context)
         self._in_flight.append(flight)
         progress = _wanted_progress(context)
@@ -530,6 +544,13 @@ class UpstreamProvider:
         question.settle(answer, refusal)
         return await self._follow(flight)
 
+    async def _announce_roots(self, session: UpstreamSession, context: CallContext) -> None:
+        """``notifications/roots/list_changed`` when this call's roots differ from those last told."""
+        roots = context.roots if context.roots is not None else self._roots
+        if self._roots_told is not None and roots != self._roots_told and "roots" in self.offer:
+            self._roots_told = None
+            await session.roots_changed()
+
     def _oldest_attached(self) -> _Flight | None:
         return next((flight for flight in self._in_flight if flight.attached), None)
 
@@ -553,7 +574,8 @@ class UpstreamProvider:
                 unsupported=True,
             )
         if feature == "roots":
-            return {"roots": [{"uri": file_uri(root)} for root in self.roots()]}
+            self._roots_told = self.roots()
+            return {"roots": [{"uri": file_uri(root)} for root in self._roots_told]}
         if feature not in self.offer:
             raise UpstreamRequestRefused(
                 f"awf-mcp refused {method} from server '{name}': it did not advertise {feature} to this "

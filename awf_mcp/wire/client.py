@@ -39,11 +39,12 @@ Upstream requests
 -----------------
 The handshake advertises the :data:`~awf_mcp.core.upstream.ClientOffer` it is given
 (:meth:`UpstreamConnection.handshake`): the ``sampling``, ``elicitation`` and ``roots``
-objects exactly as given, and no other client capability, whatever callbacks the
-session holds. :func:`offer_from_first_message` reads that offer from the agent's first
-message (``initialize``'s ``capabilities``, or the client-capabilities ``_meta`` of a
-2026-07-28 request). The server's ``roots/list``, ``sampling/createMessage`` and
-``elicitation/create`` go to the connection's ``on_request`` (set by
+objects exactly as given (``roots`` is awf-mcp's own, with ``listChanged``:
+:meth:`UpstreamConnection.roots_changed` sends the notification), and no other client
+capability, whatever callbacks the session holds. :func:`offer_from_first_message` reads
+that offer from the agent's first message (``initialize``'s ``capabilities``, or the
+client-capabilities ``_meta`` of a 2026-07-28 request). The server's ``roots/list``,
+``sampling/createMessage`` and ``elicitation/create`` go to the connection's ``on_request`` (set by
 :class:`~awf_mcp.core.upstream.UpstreamProvider`) as JSON objects; its result goes back
 as the SDK's result type, and an
 :class:`~awf_mcp.core.upstream.UpstreamRequestRefused` becomes a JSON-RPC error with its
@@ -211,6 +212,11 @@ class UpstreamConnection:
     def reason(self) -> str:
         """Why the connection ended (or what went wrong on it), redacted."""
         return self.transcript.reason()
+
+    async def roots_changed(self) -> None:
+        """Send ``notifications/roots/list_changed`` (a connection that has ended sends nothing)."""
+        with contextlib.suppress(Exception):
+            await self.session.send_notification(types.RootsListChangedNotification())
 
     async def handshake(self, offer: ClientOffer = NO_OFFER) -> None:
         """``initialize`` advertising ``offer``; raises :class:`UpstreamFailure` saying why it failed."""

@@ -86,7 +86,7 @@ async def test_an_agent_that_supports_them_answers_the_upstreams_requests(tmp_pa
         "--config", config, "--no-builtins", cwd=tmp_path, env=NO_PLUGINS, **agent.callbacks()
     ) as session:
         seen = json.loads(await call(session, "asking_seen"))
-        assert seen["sampling"] == {} and seen["roots"] == {"listChanged": True}
+        assert seen["sampling"] == {} and seen["roots"] == {"listChanged": True}  # roots: awf-mcp's own
         assert seen["elicitation"] == {"form": {}, "url": {}}  # what the SDK client declared
         assert (
             await call(session, "asking_sample", {"prompt": "hello"})
@@ -97,6 +97,30 @@ async def test_an_agent_that_supports_them_answers_the_upstreams_requests(tmp_pa
         assert agent.elicited[0].message == "Your name?"
         # roots/list is answered by awf-mcp: the roots the call is confined to (the agent's, here).
         assert await call(session, "asking_roots") == f"roots: {work.resolve().as_uri()}"
+
+
+async def test_when_the_agents_roots_change_the_upstream_is_told(tmp_path: Path) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    agent = Agent(roots=[first])
+    config = asking_config(tmp_path)
+    async with mcp_session(
+        "--config",
+        config,
+        "--no-builtins",
+        cwd=tmp_path,
+        env=NO_PLUGINS,
+        list_roots_callback=agent.list_roots,
+    ) as session:
+        assert await call(session, "asking_roots") == f"roots: {first.resolve().as_uri()}"
+        assert await call(session, "asking_roots_changes") == "0"
+        agent.roots = [second]
+        await session.send_notification(types.RootsListChangedNotification())
+        await call(session, "asking_echo", {"message": "the next call learns the new roots"})
+        assert await call(session, "asking_roots_changes") == "1"
+        assert await call(session, "asking_roots") == f"roots: {second.resolve().as_uri()}"
+        assert await call(session, "asking_roots_changes") == "1"  # told once per change
 
 
 async def test_an_agent_without_them_gets_upstreams_told_nothing_and_clean_refusals(tmp_path: Path) -> None:

@@ -51,9 +51,13 @@ class HeldSession:
         self.on_request: Any = None
         self.release = anyio.Event()
         self.offered: ClientOffer | None = None
+        self.roots_changes = 0
 
     async def handshake(self, offer: ClientOffer) -> None:
         self.offered = offer
+
+    async def roots_changed(self) -> None:
+        self.roots_changes += 1
 
     def reason(self) -> str:
         return ""
@@ -200,6 +204,21 @@ async def test_roots_are_the_oldest_calls_roots_or_the_configured_ones() -> None
     await upstream.close()
 
 
+async def test_a_call_with_other_roots_than_those_last_told_announces_the_change() -> None:
+    session = HeldSession()
+    session.release.set()  # calls answer at once
+    upstream = await provider(session, {"roots": {"listChanged": True}})
+    await hold(upstream, CallContext(tool_name="up_hold", roots=("/a",)))
+    assert session.roots_changes == 0  # nothing told yet: nothing to change
+    assert await upstream.answer("roots/list", {}) == {"roots": [{"uri": "file:///configured"}]}
+    await hold(upstream, CallContext(tool_name="up_hold"))  # the configured roots again
+    assert session.roots_changes == 0
+    await hold(upstream, CallContext(tool_name="up_hold", roots=("/a",)))
+    await hold(upstream, CallContext(tool_name="up_hold", roots=("/b",)))
+    assert session.roots_changes == 1  # once, until the server asks again
+    await upstream.close()
+
+
 async def test_a_method_no_server_may_send_is_refused_as_unsupported() -> None:
     upstream = await provider(HeldSession())
     with pytest.raises(UpstreamRequestRefused, match="not a request a server may send") as refused:
@@ -214,7 +233,7 @@ def frame(message: Any) -> bytes:
 
 def test_the_offer_is_what_initialize_declared_and_nothing_else() -> None:
     declared = {"sampling": {"tools": {}}, "elicitation": {"form": {}}, "roots": {"listChanged": True}}
-    declared_more = {**declared, "experimental": {"x": {}}, "tasks": {}}
+    declared_more = {**declared, "roots": {}, "experimental": {"x": {}}, "tasks": {}}
     initialize = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -229,7 +248,7 @@ def test_the_offer_is_what_initialize_declared_and_nothing_else() -> None:
 def test_a_stateless_agent_offers_what_its_meta_declares_and_garbage_offers_nothing() -> None:
     meta = {"io.modelcontextprotocol/clientCapabilities": {"sampling": {}, "roots": {}}}
     discover = {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}
-    assert offer_from_first_message(frame(discover)) == {"sampling": {}, "roots": {}}
+    assert offer_from_first_message(frame(discover)) == {"sampling": {}, "roots": {"listChanged": True}}
     for garbage in (b"not json", b"[]", frame({"method": "initialize", "params": {"capabilities": 7}})):
         assert offer_from_first_message(garbage) == {}
 

@@ -7,6 +7,7 @@
   ``elicited: <action> <content as JSON>``;
 * ``roots`` sends ``roots/list`` and answers ``roots: <uri> <uri> ...``;
 * ``seen`` answers the client capabilities the ``initialize`` request declared, as JSON;
+* ``roots_changes`` answers how many ``notifications/roots/list_changed`` it has received;
 * ``echo`` answers ``echo: <message>``.
 
 A request the client refuses makes the tool answer ``<tool> refused: <the error's message>``
@@ -28,6 +29,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 
 OBJECT = {"type": "object"}
+roots_changes: list[object] = []
 TOOLS = [
     types.Tool(
         name="sample",
@@ -37,6 +39,7 @@ TOOLS = [
     types.Tool(name="elicit", description="Ask the client's user for a name.", input_schema=OBJECT),
     types.Tool(name="roots", description="Ask the client for its roots.", input_schema=OBJECT),
     types.Tool(name="seen", description="The client capabilities declared.", input_schema=OBJECT),
+    types.Tool(name="roots_changes", description="Roots changes announced.", input_schema=OBJECT),
     types.Tool(
         name="echo",
         description="Echo.",
@@ -83,6 +86,8 @@ async def call_tool(
     arguments = params.arguments or {}
     if params.name == "echo":
         return text(f"echo: {arguments.get('message', '')}")
+    if params.name == "roots_changes":
+        return text(str(len(roots_changes)))
     if params.name == "seen":
         client = ctx.session.client_params
         declared = client.capabilities.model_dump(by_alias=True, exclude_none=True) if client else None
@@ -95,6 +100,13 @@ async def call_tool(
 
 async def main() -> None:
     server: Server[Any] = Server("asking", on_list_tools=list_tools, on_call_tool=call_tool)
+
+    async def roots_changed(ctx: ServerRequestContext[Any], params: Any) -> None:
+        roots_changes.append(params)
+
+    server.add_notification_handler(
+        "notifications/roots/list_changed", types.NotificationParams, roots_changed
+    )
     async with stdio_server() as (reads, writes):
         await server.run(reads, writes, server.create_initialization_options())
 
