@@ -24,8 +24,9 @@ import mcp_types as types
 import pytest
 from mcp.client.session import ClientRequestContext
 
+from awf_mcp.cli.runtime import AGENT_FIRST_MESSAGE_SECONDS
 from tests.e2e.test_upstream import NO_PLUGINS, UPSTREAMS, node_server, server_table, write_config
-from tests.helpers.harness import call_answering, mcp_session, text_of
+from tests.helpers.harness import RawServer, call_answering, mcp_session, text_of, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
@@ -203,3 +204,38 @@ async def test_server_everything_lists_and_runs_its_sampling_tool_for_an_agent_t
         )
     assert "you said Resource trigger-sampling-request context: ping" in answer
     assert "stand-in-model" in answer
+
+
+def seen_by_upstream(server: RawServer) -> dict[str, Any]:
+    reply = server.request("tools/call", {"name": "asking_seen", "arguments": {}})
+    declared: dict[str, Any] = json.loads(reply["result"]["content"][0]["text"])
+    return declared
+
+
+def test_a_first_line_that_is_not_json_rpc_gets_its_error_and_upstreams_are_told_nothing(
+    tmp_path: Path,
+) -> None:
+    config = asking_config(tmp_path)
+    with RawServer("--config", config, "--no-builtins", env=NO_PLUGINS, cwd=tmp_path) as server:
+        server.send(
+            b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {"sampling"'
+        )
+        assert server.receive()["error"]["code"] == -32700
+        server.initialize()
+        assert not {"sampling", "elicitation", "roots"} & set(seen_by_upstream(server))
+
+
+def test_an_agent_silent_at_first_gets_upstreams_told_nothing_and_is_served(tmp_path: Path) -> None:
+    config = asking_config(tmp_path)
+    args = ("--config", config, "--no-builtins", "--log-level", "INFO")
+    with RawServer(*args, env=NO_PLUGINS, cwd=tmp_path) as server:
+        silence = f"no message from the agent within {AGENT_FIRST_MESSAGE_SECONDS:g} s"
+        assert wait_until(lambda: silence in server.stderr(), timeout=20)
+        declared = {"sampling": {}}
+        info = {"name": "late", "version": "1"}
+        reply = server.request(
+            "initialize", {"protocolVersion": "2025-06-18", "capabilities": declared, "clientInfo": info}
+        )
+        assert "result" in reply, reply
+        server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert seen_by_upstream(server) == {}
