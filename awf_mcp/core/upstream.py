@@ -72,6 +72,8 @@ request is answered so:
   call ended (answered, timed out, cancelled) before the agent answered.
 * Cancelling or timing out the agent's call cancels the upstream call (the SDK sends
   ``notifications/cancelled``); an agent's call ended by ``input_required`` does not.
+* At most :data:`MAX_PENDING_REQUESTS` requests of a server wait for the agent at once;
+  one more is refused.
 * Each forwarded request is logged (INFO, logger ``awf_mcp.upstream``) with the server,
   the method, the call and the outcome.
 
@@ -123,6 +125,9 @@ SHUT_SECONDS = 0.45
 SUSPEND_SECONDS = 300.0
 """How long an upstream's call waits, suspended, for an agent on the stateless revision to come back
 with its answer (the agent's ``request_state`` lives ten minutes)."""
+MAX_PENDING_REQUESTS = 8
+"""How many of one server's requests may wait for the agent at once; more are refused (a server
+flooding the agent's user with questions is cut short)."""
 MAX_SUSPENDED = 16
 """How many calls of one server may be suspended at once; beyond that the oldest is cancelled."""
 
@@ -226,6 +231,7 @@ class UpstreamProvider:
         self.offer = offer
         self._in_flight: list[_Flight] = []
         self._suspended: list[_Flight] = []
+        self._asking = 0
         self._roots_told: tuple[str, ...] | None = None
         """The roots last sent in answer to the server's ``roots/list`` (``None``: none since the
         last change)."""
@@ -589,11 +595,19 @@ class UpstreamProvider:
                 "and awf-mcp forwards such a request to the agent only during one"
             )
         call = flight.context.tool_name or "a call"
+        if self._asking >= MAX_PENDING_REQUESTS:
+            raise UpstreamRequestRefused(
+                f"awf-mcp refused {method} from server '{name}': {MAX_PENDING_REQUESTS} of its requests "
+                "already wait for the agent; ask again once they are answered"
+            )
+        self._asking += 1
         try:
             result = await flight.ask(method, params)
         except UpstreamRequestRefused as exc:
             log.info("server '%s' asked %s during %s: refused: %s", name, method, call, exc)
             raise
+        finally:
+            self._asking -= 1
         log.info("server '%s' asked %s during %s: forwarded to the agent, answered", name, method, call)
         return result
 

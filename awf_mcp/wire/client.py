@@ -179,7 +179,7 @@ def _result_type(method: str, params: Mapping[str, Any]) -> type[BaseModel]:
 
 async def _answer(connection: list[UpstreamConnection], method: str, params: BaseModel | None) -> Any:
     """One server request through the connection's ``on_request``: the SDK's result, or its ``ErrorData``."""
-    wire = params.model_dump(by_alias=True, mode="json", exclude_none=True) if params is not None else {}
+    wire = {} if params is None else params.model_dump(by_alias=True, mode="json", exclude_unset=True)
     wire.pop("_meta", None)
     answerer = connection[0].on_request if connection else None
     if answerer is None:

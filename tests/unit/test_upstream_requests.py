@@ -219,6 +219,34 @@ async def test_a_call_with_other_roots_than_those_last_told_announces_the_change
     await upstream.close()
 
 
+async def test_a_server_flooding_the_agent_with_requests_is_cut_short(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("awf_mcp.core.upstream.MAX_PENDING_REQUESTS", 2)
+    session = HeldSession()
+    upstream = await provider(session)
+    channel = Channel("slow")  # never answers
+    async with anyio.create_task_group() as group:
+        group.start_soon(hold, upstream, CallContext(tool_name="up_hold", channel=channel))
+        await anyio.sleep(0.01)
+        refused: list[str] = []
+
+        async def waiting() -> None:
+            with pytest.raises(UpstreamRequestRefused) as ended:
+                await upstream.answer("sampling/createMessage", SAMPLE)
+            refused.append(str(ended.value))
+
+        for _ in range(2):
+            group.start_soon(waiting)
+        await anyio.sleep(0.01)
+        with pytest.raises(UpstreamRequestRefused, match="2 of its requests already wait for the agent"):
+            await upstream.answer("sampling/createMessage", SAMPLE)
+        assert len(channel.asked) == 2
+        session.release.set()  # the call ends: the two waiting are refused
+    assert len(refused) == 2 and all("before the agent answered" in text for text in refused)
+    await upstream.close()
+
+
 async def test_a_method_no_server_may_send_is_refused_as_unsupported() -> None:
     upstream = await provider(HeldSession())
     with pytest.raises(UpstreamRequestRefused, match="not a request a server may send") as refused:
