@@ -16,6 +16,7 @@ the call is confined to; an agent on the stateless revision (2026-07-28) answers
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,15 @@ from mcp.client.session import ClientRequestContext
 
 from awf_mcp.cli.runtime import AGENT_FIRST_MESSAGE_SECONDS
 from tests.e2e.test_upstream import NO_PLUGINS, UPSTREAMS, node_server, server_table, write_config
-from tests.helpers.harness import RawServer, call_answering, mcp_session, text_of, wait_until
+from tests.helpers.harness import (
+    RawServer,
+    call_answering,
+    mcp_session,
+    server_command,
+    server_env,
+    text_of,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
@@ -239,3 +248,22 @@ def test_an_agent_silent_at_first_gets_upstreams_told_nothing_and_is_served(tmp_
         assert "result" in reply, reply
         server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         assert seen_by_upstream(server) == {}
+
+
+def test_tools_call_without_an_agent_advertises_nothing_and_refuses_sampling(tmp_path: Path) -> None:
+    config = asking_config(tmp_path)
+    command = server_command(
+        "tools", "call", "asking_seen", "{}", "--json", "--no-builtins", "--config", config
+    )
+    seen = subprocess.run(
+        command, capture_output=True, text=True, env=server_env(NO_PLUGINS), timeout=60, cwd=tmp_path
+    )
+    assert seen.returncode == 0, seen.stderr
+    assert json.loads(json.loads(seen.stdout)["content"][0]["text"]) == {}
+    command = server_command(
+        "tools", "call", "asking_sample", '{"prompt": "p"}', "--json", "--no-builtins", "--config", config
+    )
+    sampled = subprocess.run(
+        command, capture_output=True, text=True, env=server_env(NO_PLUGINS), timeout=60, cwd=tmp_path
+    )
+    assert "sample refused: awf-mcp refused sampling/createMessage" in sampled.stdout
