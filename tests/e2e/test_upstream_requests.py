@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp.client.session import ClientRequestContext
@@ -267,3 +268,24 @@ def test_tools_call_without_an_agent_advertises_nothing_and_refuses_sampling(tmp
         command, capture_output=True, text=True, env=server_env(NO_PLUGINS), timeout=60, cwd=tmp_path
     )
     assert "sample refused: awf-mcp refused sampling/createMessage" in sampled.stdout
+
+
+async def test_a_call_that_times_out_while_the_agent_thinks_ends_and_the_server_serves_on(
+    tmp_path: Path,
+) -> None:
+    async def slow(
+        context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
+        await anyio.sleep(3)
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(text="late"), model="m")
+
+    config = asking_config(tmp_path, timeout_seconds=1)
+    async with mcp_session(
+        "--config", config, "--no-builtins", cwd=tmp_path, env=NO_PLUGINS, sampling_callback=slow
+    ) as session:
+        with anyio.fail_after(10):
+            result = await session.call_tool("asking_sample", {"prompt": "p"})
+        assert result.is_error and "did not answer sample within 1 s" in text_of(result)
+        assert await call(session, "asking_echo", {"message": "on"}) == "echo: on"
+        await anyio.sleep(2.5)  # the agent's late answer arrives, for a question no one waits on
+        assert await call(session, "asking_echo", {"message": "still"}) == "echo: still"
