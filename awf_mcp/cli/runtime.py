@@ -2,26 +2,47 @@
 
 ``cli`` calls these; they hold the order that matters:
 
+0. (``cli.main``, before the heavy imports) spawn the stdio upstream servers' processes,
+   so their start overlaps awf-mcp's own;
 1. claim stdio (so a plugin printing at import time cannot touch the wire);
-2. :func:`start` — load plugins (:mod:`awf_mcp.core.plugins`), start the upstream MCP
-   servers (:mod:`awf_mcp.core.upstream`, through :mod:`awf_mcp.wire.client`), build the registry
-   (:mod:`awf_mcp.core.registry`; fatal on collision), wire the policy hook and the
+2. :func:`start` — load plugins (:mod:`awf_mcp.core.plugins`); then, when upstream servers
+   are configured, learn what the agent supports (below) and run their handshake and
+   ``tools/list`` (:mod:`awf_mcp.core.upstream`, through :mod:`awf_mcp.wire.client`); build the
+   registry (:mod:`awf_mcp.core.registry`; fatal on collision), wire the policy hook and the
    call observer into a :class:`~awf_mcp.core.calls.ToolInvoker`;
 3. :func:`settle` — move everything start-up allocated (the SDK's and the
    plugins' modules, the registry) out of the garbage collector's reach;
 4. serve until stdin EOF, SIGTERM or SIGINT;
 5. :func:`close` — every provider's ``close()``, each bounded in time, so
    shutdown finishes within a second even when a provider hangs.
+
+What the agent supports
+-----------------------
+An upstream's handshake advertises the client capabilities the agent declared
+(:data:`~awf_mcp.core.upstream.ClientOffer`), and the agent declares them only in its
+first message (``initialize``, or the ``_meta`` of a 2026-07-28 request), while the
+upstreams' tools must be listed before awf-mcp answers that message (its
+``instructions`` carry theirs). So :func:`serve_stdio` reads the agent's first frame
+ahead (:class:`AgentInput`, in a task of its own, before the SDK sees it; the SDK then
+gets it first), and the upstreams' handshake waits for it after the plugins have loaded.
+An agent writes ``initialize`` as soon as it has started awf-mcp, so the frame is
+normally waiting in the pipe and nothing is delayed; an agent silent for
+:data:`AGENT_FIRST_MESSAGE_SECONDS` gets upstreams told of no client capability.
+Without upstream servers nothing is read ahead. ``serve --transport http`` (several agents
+share each upstream connection) and the commands without an agent (``tools list``,
+``tools call``, ``servers list``) advertise nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import logging
 import signal
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -35,14 +56,19 @@ from awf_mcp.core.plugins import load as load_plugins
 from awf_mcp.core.policy import policies_from
 from awf_mcp.core.registry import Registry, build
 from awf_mcp.core.roots import ClientRoots
-from awf_mcp.core.upstream import Connect, start_all
+from awf_mcp.core.upstream import NO_OFFER, ClientOffer, Connect, start_all
 from awf_mcp.core.upstream import instructions as upstream_instructions
 from awf_mcp.errors import describe_exception
 from awf_mcp.ports import ToolProvider
 
+if TYPE_CHECKING:
+    from awf_mcp.wire.framing import Frame, Oversized
+
 log = logging.getLogger("awf_mcp")
 
 CLOSE_TIMEOUT_SECONDS = 0.5
+AGENT_FIRST_MESSAGE_SECONDS = 1.0
+"""How long start-up waits for the agent's first message before it starts the upstreams without it."""
 
 
 @dataclass(slots=True)
@@ -99,12 +125,18 @@ async def start(
     on_plugin_failure: Callable[[PluginRecord], None] = report_failed_plugin,
     observer: Callable[[CallRecord], None] | None = log_call,
     connect: Connect | None = None,
+    agent: Callable[[], Awaitable[ClientOffer]] | None = None,
 ) -> Runtime:
-    """Load plugins and build the registry and invoker; raises :class:`~awf_mcp.errors.AwfError`."""
+    """Load plugins and build the registry and invoker; raises :class:`~awf_mcp.errors.AwfError`.
+
+    ``agent`` returns what to advertise to the upstream servers, awaited after the plugins
+    have loaded and only when servers are configured (``None``: nothing).
+    """
     plugins = load_plugins(settings, on_failure=on_plugin_failure)
     try:
         if settings.servers:
-            plugins.records.extend(await start_servers(settings, connect))
+            offer = await agent() if agent is not None else NO_OFFER
+            plugins.records.extend(await start_servers(settings, connect, offer=offer))
         registry = build(plugins.records, settings)
     except BaseException:
         await close_providers(plugins.providers)
@@ -131,13 +163,62 @@ async def start(
     )
 
 
-async def start_servers(settings: Settings, connect: Connect | None = None) -> list[PluginRecord]:
-    """Start the configured upstream servers through the SDK client adapter (or ``connect``)."""
+async def start_servers(
+    settings: Settings, connect: Connect | None = None, *, offer: ClientOffer = NO_OFFER
+) -> list[PluginRecord]:
+    """Start the configured upstream servers through the SDK client adapter (or ``connect``),
+    advertising ``offer`` to them."""
     if connect is None:
         from awf_mcp.wire.client import connect as sdk_connect
 
         connect = sdk_connect
-    return await start_all(settings.servers, connect, roots=settings.roots, strict=settings.strict)
+    return await start_all(
+        settings.servers, connect, roots=settings.roots, strict=settings.strict, offer=offer
+    )
+
+
+class AgentInput:
+    """The agent's input frames, the first one read ahead; see "What the agent supports" above."""
+
+    def __init__(self, frames: AsyncIterator[Frame | Oversized]) -> None:
+        self._frames = frames
+        self._first: asyncio.Task[Frame | Oversized | None] | None = None
+
+    def _read_first(self) -> asyncio.Task[Frame | Oversized | None]:
+        if self._first is None:
+
+            async def first() -> Frame | Oversized | None:
+                return await anext(self._frames, None)
+
+            self._first = asyncio.get_running_loop().create_task(first(), name="awf-mcp first frame")
+        return self._first
+
+    async def offer(self, seconds: float = AGENT_FIRST_MESSAGE_SECONDS) -> ClientOffer:
+        """What the agent's first message declares it supports; nothing after ``seconds`` of silence."""
+        from awf_mcp.wire.client import offer_from_first_message
+        from awf_mcp.wire.framing import Frame
+
+        first = self._read_first()
+        done, _ = await asyncio.wait({first}, timeout=seconds)
+        if not done:
+            log.info("no message from the agent within %g s: upstreams are told of no capability", seconds)
+            return NO_OFFER
+        item = first.result()
+        return offer_from_first_message(item.data) if isinstance(item, Frame) else NO_OFFER
+
+    async def frames(self) -> AsyncIterator[Frame | Oversized]:
+        """Every frame, the first one included, until EOF."""
+        item = await self._read_first()
+        if item is None:
+            return
+        yield item
+        async for item in self._frames:
+            yield item
+
+    def close(self) -> None:
+        """Stop the read ahead if nothing has taken its frame."""
+        if self._first is not None and not self._first.done():
+            self._first.cancel()
 
 
 def settle() -> None:
@@ -178,6 +259,7 @@ async def open_runtime(
     *,
     on_plugin_failure: Callable[[PluginRecord], None] = report_failed_plugin,
     observer: Callable[[CallRecord], None] | None = log_call,
+    agent: Callable[[], Awaitable[ClientOffer]] | None = None,
 ) -> AsyncIterator[Runtime]:
     """:func:`start`, then :func:`close` when the block ends, however it ends.
 
@@ -185,7 +267,7 @@ async def open_runtime(
     that hold loop resources (upstream servers' sessions) are closed on the loop
     that opened them.
     """
-    runtime = await start(settings, on_plugin_failure=on_plugin_failure, observer=observer)
+    runtime = await start(settings, on_plugin_failure=on_plugin_failure, observer=observer, agent=agent)
     try:
         yield runtime
     finally:
@@ -233,15 +315,19 @@ async def serve_stdio(
     settings: Settings, version: str, observer: Callable[[CallRecord], None] | None = log_call
 ) -> None:
     """Run ``awf-mcp serve`` on stdio until EOF or a signal; see the module docstring."""
-    from awf_mcp.wire.framing import claim_stdio
+    from awf_mcp.wire.framing import MAX_MESSAGE_BYTES, FrameReader, claim_stdio
     from awf_mcp.wire.server import McpServer
 
     with claim_stdio() as wire:
-        async with open_runtime(settings, observer=observer) as runtime:
-            server = McpServer(runtime.invoker, version=version, instructions=runtime.instructions)
-            settle()
-            async with anyio.create_task_group() as group:
-                group.start_soon(_stop_on_signal, group.cancel_scope.cancel)
-                await server.serve_stdio(wire)
-                log.info("stdin closed, shutting down")
-                group.cancel_scope.cancel()
+        agent = AgentInput(FrameReader(wire.read_fd, MAX_MESSAGE_BYTES).frames())
+        try:
+            async with open_runtime(settings, observer=observer, agent=agent.offer) as runtime:
+                server = McpServer(runtime.invoker, version=version, instructions=runtime.instructions)
+                settle()
+                async with anyio.create_task_group() as group:
+                    group.start_soon(_stop_on_signal, group.cancel_scope.cancel)
+                    await server.serve_stdio(wire, agent.frames())
+                    log.info("stdin closed, shutting down")
+                    group.cancel_scope.cancel()
+        finally:
+            agent.close()

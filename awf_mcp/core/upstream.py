@@ -31,8 +31,51 @@ Contract
   :func:`backoff_seconds`; a call inside that wait gets an ``isError`` saying when the
   next attempt is.
 * :func:`instructions` gathers the upstreams' own ``instructions`` for awf-mcp's.
+* Requests from the server (see "Upstream requests" below) go to :meth:`UpstreamProvider.answer`.
 * ``close()`` ends the connection (the adapter stops the process group) and is bounded
   by the runtime's close timeout.
+
+Upstream requests
+-----------------
+A server may ask its client for ``roots/list``, ``sampling/createMessage`` or
+``elicitation/create``. What the connection advertises is the :data:`ClientOffer` the
+provider is given: the agent's own declared ``sampling`` and ``elicitation`` capabilities
+(verbatim), and ``roots`` when the agent declared roots; nothing at all without an agent
+(``awf-mcp tools list``, ``tools call``, ``servers list``, ``serve --transport http``). A
+request is answered so:
+
+* ``roots/list`` is answered by awf-mcp itself (even when roots were not advertised),
+  never forwarded: the roots the oldest attached call (below) of this server is confined
+  to (:attr:`~awf_mcp.ports.CallContext.roots`, the client's roots under the configured
+  ceiling), or the configured roots when there is none, as ``file://`` URIs. An upstream
+  so never learns of a directory awf-mcp's own tools may not touch. ``roots`` is
+  advertised with ``listChanged``: a call whose roots differ from those last sent first
+  sends the server ``notifications/roots/list_changed`` (the agent's roots change, say).
+* ``sampling/createMessage`` and ``elicitation/create`` are forwarded to the agent
+  through the :class:`~awf_mcp.ports.ClientChannel` of a call of this server that an
+  agent's call is waiting on ("attached"), the **oldest** one when there are several (the
+  request carries nothing that ties it to one call; the oldest is the one the upstream has
+  been working on longest). The agent's result goes back unchanged.
+* On the stateless revision (2026-07-28) the channel raises
+  :class:`~awf_mcp.ports.InputRequired` instead of answering. The upstream call runs in a
+  task of its own, so the agent's call then ends with that ``input_required`` while the
+  upstream call stays open, **suspended**, its request waiting. The agent's retry (the same
+  tool and arguments, carrying the answer) finds the oldest suspended call of that tool
+  with those arguments, asks its channel the same question (which now finds the answer),
+  sends it upstream, and follows the upstream call again, to its result or its next
+  question. At most :data:`MAX_SUSPENDED` calls of a server are suspended (beyond that
+  the oldest is cancelled upstream), each for at most :data:`SUSPEND_SECONDS` (then its
+  request is refused and the upstream call goes on without a follower).
+* Refused, with a JSON-RPC error holding one sentence (:class:`UpstreamRequestRefused`),
+  the server serving on: a request with no attached call of the server; one the agent
+  did not declare the capability for; one the agent answered with an error; one whose
+  call ended (answered, timed out, cancelled) before the agent answered.
+* Cancelling or timing out the agent's call cancels the upstream call (the SDK sends
+  ``notifications/cancelled``); an agent's call ended by ``input_required`` does not.
+* At most :data:`MAX_PENDING_REQUESTS` requests of a server wait for the agent at once;
+  one more is refused.
+* Each forwarded request is logged (INFO, logger ``awf_mcp.upstream``) with the server,
+  the method, the call and the outcome.
 
 The connection is owned by one task per server (the SDK's session must be entered and
 left in the same task); it is an asyncio task because start-up runs before the serve
@@ -48,6 +91,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
+from pathlib import PurePosixPath
 from typing import Any, Protocol
 
 import anyio
@@ -55,7 +99,16 @@ import anyio
 from awf_mcp.core.plugins import PluginRecord, ProviderTools
 from awf_mcp.core.servers import ServerSpec, working_directory
 from awf_mcp.errors import PluginError
-from awf_mcp.ports import CallContext, ToolDefinition, ToolError, ToolResult, current_call
+from awf_mcp.ports import (
+    CLIENT_METHODS,
+    CallContext,
+    ClientCannotAnswer,
+    InputRequired,
+    ToolDefinition,
+    ToolError,
+    ToolResult,
+    current_call,
+)
 
 log = logging.getLogger("awf_mcp.upstream")
 
@@ -69,12 +122,56 @@ SHUT_SECONDS = 0.45
 0.3 s at most) before it stops waiting: under the runtime's 0.5 s bound per provider."""
 
 
+SUSPEND_SECONDS = 300.0
+"""How long an upstream's call waits, suspended, for an agent on the stateless revision to come back
+with its answer (the agent's ``request_state`` lives ten minutes)."""
+MAX_PENDING_REQUESTS = 8
+"""How many of one server's requests may wait for the agent at once; more are refused (a server
+flooding the agent's user with questions is cut short)."""
+MAX_SUSPENDED = 16
+"""How many calls of one server may be suspended at once; beyond that the oldest is cancelled."""
+
+
 class UpstreamFailure(ToolError):
     """A sentence saying what went wrong with an upstream server (already redacted)."""
 
 
 class UpstreamGone(UpstreamFailure):
     """The connection ended; the message says how (exit code, signal, fault)."""
+
+
+class UpstreamRequestRefused(Exception):
+    """A request from an upstream server that awf-mcp does not answer; the message says why."""
+
+    def __init__(self, message: str, *, unsupported: bool = False) -> None:
+        super().__init__(message)
+        self.unsupported = unsupported
+        """True when the request is one the client does not support (the agent lacks it)."""
+
+
+ClientOffer = Mapping[str, Mapping[str, Any]]
+"""The client capabilities a connection advertises upstream: keys among ``sampling``,
+``elicitation`` and ``roots``, each the JSON object the agent declared for it."""
+
+NO_OFFER: ClientOffer = {}
+
+RequestAnswerer = Callable[[str, Mapping[str, Any]], Awaitable[Mapping[str, Any]]]
+"""Answers one request of a server (``method``, ``params``, as on the wire) with its result, or
+raises :class:`UpstreamRequestRefused`."""
+
+
+def offer_from(declared: Mapping[str, Any] | None) -> ClientOffer:
+    """What to advertise upstream for an agent that declared client capabilities ``declared``."""
+    if not isinstance(declared, Mapping):
+        return NO_OFFER
+    offer: dict[str, Mapping[str, Any]] = {
+        feature: dict(declared[feature])
+        for feature in ("sampling", "elicitation")
+        if isinstance(declared.get(feature), Mapping)
+    }
+    if isinstance(declared.get("roots"), Mapping):
+        offer["roots"] = {"listChanged": True}  # awf-mcp's own roots, whose changes it announces
+    return offer
 
 
 class UpstreamSession(Protocol):
@@ -84,13 +181,19 @@ class UpstreamSession(Protocol):
     instructions: str | None
     on_tools_changed: Callable[[], None] | None
     """Called (synchronously, from the session's reader) for each ``tools/list_changed``."""
+    on_request: RequestAnswerer | None
+    """Answers the server's requests (each in a task of its own); ``None`` refuses them."""
+
+    async def roots_changed(self) -> None:
+        """Send the server ``notifications/roots/list_changed``."""
+        ...
 
     def reason(self) -> str:
         """Why the connection ended, or what went wrong on it."""
         ...
 
-    async def handshake(self) -> None:
-        """The MCP ``initialize`` exchange; raises :class:`UpstreamFailure`."""
+    async def handshake(self, offer: ClientOffer) -> None:
+        """The MCP ``initialize`` exchange advertising ``offer``; raises :class:`UpstreamFailure`."""
         ...
 
     async def list_tools(self) -> list[ToolDefinition]:
@@ -118,10 +221,20 @@ def backoff_seconds(deaths: int) -> float:
 class UpstreamProvider:
     """One upstream server as a :class:`~awf_mcp.ports.ToolProvider`; see the module docstring."""
 
-    def __init__(self, spec: ServerSpec, connect: Connect, *, roots: Sequence[str] = ()) -> None:
+    def __init__(
+        self, spec: ServerSpec, connect: Connect, *, roots: Sequence[str] = (), offer: ClientOffer = NO_OFFER
+    ) -> None:
         self.spec = spec
         self._connect = connect
         self._cwd = working_directory(spec, roots)
+        self._roots = tuple(roots)
+        self.offer = offer
+        self._in_flight: list[_Flight] = []
+        self._suspended: list[_Flight] = []
+        self._asking = 0
+        self._roots_told: tuple[str, ...] | None = None
+        """The roots last sent in answer to the server's ``roots/list`` (``None``: none since the
+        last change)."""
         self._prefix = f"{spec.name}_"
         self._session: UpstreamSession | None = None
         self._runner: asyncio.Task[None] | None = None
@@ -219,6 +332,8 @@ class UpstreamProvider:
         async def own() -> None:
             try:
                 async with self._connect(self.spec, self._cwd) as session:
+                    session.on_request = self.answer
+                    self._roots_told = None
                     opened.append(session)
                     self._session = session
                     ready.set()
@@ -252,7 +367,7 @@ class UpstreamProvider:
                 raise _as_failure(failure[0], self.spec)
             raise UpstreamFailure("it could not be started")
         try:
-            await session.handshake()
+            await session.handshake(self.offer)
         except UpstreamFailure:
             raise
         except Exception as exc:
@@ -314,29 +429,192 @@ class UpstreamProvider:
         raise UpstreamFailure(f"server '{self.spec.name}' could not be restarted: {reason}")
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
-        """Forward a call to the server; see the module docstring."""
+        """Forward a call to the server; see the module docstring.
+
+        The upstream call runs in a task of its own, followed by the agent's call, so that it can
+        outlive an agent's call that ends with ``input_required`` (see "Upstream requests").
+        """
         tool = name.removeprefix(self._prefix)
-        session = await self._ensure()
         context = current_call()
+        suspended = self._resumable(tool, arguments)
+        if suspended is not None:
+            return await self._resume(suspended, context)
+        session = await self._ensure()
+        await self._announce_roots(session, context)
+        flight = _Flight(tool, arguments, context)
+        self._in_flight.append(flight)
+        progress = _wanted_progress(context)
+        forward = None if progress is None else flight.report_progress
+        flight.task = asyncio.get_running_loop().create_task(
+            self._forward(flight, session, forward), name=f"awf-mcp call {self.spec.name}/{tool}"
+        )
+        return await self._follow(flight)
+
+    async def _forward(
+        self, flight: _Flight, session: UpstreamSession, progress: ProgressCallback | None
+    ) -> None:
+        """The upstream call itself; its outcome goes to ``flight``."""
+        tool = flight.tool
         try:
             with anyio.fail_after(self.spec.timeout_seconds) if self.spec.timeout_seconds else _no_limit():
-                result = await session.call_tool(tool, arguments, _wanted_progress(context))
+                flight.outcome = await session.call_tool(tool, flight.arguments, progress)
+            self.deaths = 0
         except UpstreamGone as exc:
             self._mark_down(str(exc))
-            return ToolResult.error(
+            flight.outcome = ToolResult.error(
                 f"server '{self.spec.name}' stopped during the call of {tool}: {exc}; "
                 "the next call restarts it"
             )
         except TimeoutError:
-            return ToolResult.error(
+            flight.outcome = ToolResult.error(
                 f"server '{self.spec.name}' did not answer {tool} within {self.spec.timeout_seconds:g} s "
                 "(timeout_seconds); the call was cancelled"
             )
-        self.deaths = 0
+        except Exception as exc:
+            flight.failure = exc
+        finally:
+            self._in_flight.remove(flight)
+            if flight in self._suspended:
+                self._suspended.remove(flight)
+            flight.end()
+
+    async def _follow(self, flight: _Flight) -> ToolResult:
+        """The agent's call waiting for ``flight``: its outcome, or :class:`InputRequired` to suspend it."""
+        try:
+            while True:
+                await flight.wake.wait()
+                flight.wake = anyio.Event()
+                if flight.ended:
+                    if flight.failure is not None:
+                        raise flight.failure
+                    assert flight.outcome is not None
+                    return flight.outcome
+                question = flight.question
+                if question is not None and not question.put and not question.answered.is_set():
+                    question.put = True
+                    self._suspend(flight)
+                    raise question.asked
+        except InputRequired:
+            raise
+        except BaseException:
+            flight.abandon()  # the agent's call was cancelled or timed out: so is the upstream call
+            raise
+
+    def _suspend(self, flight: _Flight) -> None:
+        flight.attached = False
+        flight.suspended_at = time.monotonic()
+        self._suspended.append(flight)
+        while len(self._suspended) > MAX_SUSPENDED:
+            oldest = self._suspended.pop(0)
+            log.info(
+                "server '%s': gave up a suspended call of %s (too many suspended)",
+                self.spec.name,
+                oldest.tool,
+            )
+            oldest.abandon()
+
+    def _resumable(self, tool: str, arguments: Mapping[str, Any]) -> _Flight | None:
+        """The oldest suspended call of ``tool`` with ``arguments`` whose question is still open."""
+        now = time.monotonic()
+        for flight in list(self._suspended):
+            if now - flight.suspended_at > SUSPEND_SECONDS:
+                self._suspended.remove(flight)
+                flight.abandon()
+        for flight in self._suspended:
+            question = flight.question
+            if (
+                flight.tool == tool
+                and flight.arguments == arguments
+                and question
+                and not question.answered.is_set()
+            ):
+                return flight
+        return None
+
+    async def _resume(self, flight: _Flight, context: CallContext) -> ToolResult:
+        """The agent's retry of a suspended call: its answer goes upstream, and the call is followed again."""
+        question = flight.question
+        assert question is not None
+        asked = question.asked
+        try:
+            answer: Mapping[str, Any] | None = await context.channel.ask(asked.method, asked.params)
+            refusal = ""
+        except ClientCannotAnswer as exc:
+            answer, refusal = None, f"awf-mcp could not forward {asked.method}: {exc}"
+        # (an InputRequired here, the agent retrying without the answer, leaves the call suspended)
+        if flight in self._suspended:
+            self._suspended.remove(flight)
+        flight.context = context
+        flight.attached = True
+        flight.question = None
+        question.settle(answer, refusal)
+        return await self._follow(flight)
+
+    async def _announce_roots(self, session: UpstreamSession, context: CallContext) -> None:
+        """``notifications/roots/list_changed`` when this call's roots differ from those last told."""
+        roots = context.roots if context.roots is not None else self._roots
+        if self._roots_told is not None and roots != self._roots_told and "roots" in self.offer:
+            self._roots_told = None
+            await session.roots_changed()
+
+    def _oldest_attached(self) -> _Flight | None:
+        return next((flight for flight in self._in_flight if flight.attached), None)
+
+    def roots(self) -> tuple[str, ...]:
+        """The roots an upstream's ``roots/list`` is answered with; see the module docstring."""
+        flight = self._oldest_attached()
+        confined = flight.context.roots if flight is not None else None
+        return confined if confined is not None else self._roots
+
+    async def answer(self, method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The result for the server's request ``method``; see "Upstream requests" in the module docstring.
+
+        Raises :class:`UpstreamRequestRefused` with the sentence the server is sent.
+        """
+        name = self.spec.name
+        feature = CLIENT_METHODS.get(method)
+        if feature is None:
+            raise UpstreamRequestRefused(
+                f"awf-mcp does not answer {method} from server '{name}': it is not a request a server may "
+                "send its client",
+                unsupported=True,
+            )
+        if feature == "roots":
+            self._roots_told = self.roots()
+            return {"roots": [{"uri": file_uri(root)} for root in self._roots_told]}
+        if feature not in self.offer:
+            raise UpstreamRequestRefused(
+                f"awf-mcp refused {method} from server '{name}': it did not advertise {feature} to this "
+                "server, because the agent did not declare it",
+                unsupported=True,
+            )
+        flight = self._oldest_attached()
+        if flight is None:
+            raise UpstreamRequestRefused(
+                f"awf-mcp refused {method} from server '{name}': none of the server's tool calls is running, "
+                "and awf-mcp forwards such a request to the agent only during one"
+            )
+        call = flight.context.tool_name or "a call"
+        if self._asking >= MAX_PENDING_REQUESTS:
+            raise UpstreamRequestRefused(
+                f"awf-mcp refused {method} from server '{name}': {MAX_PENDING_REQUESTS} of its requests "
+                "already wait for the agent; ask again once they are answered"
+            )
+        self._asking += 1
+        try:
+            result = await flight.ask(method, params)
+        except UpstreamRequestRefused as exc:
+            log.info("server '%s' asked %s during %s: refused: %s", name, method, call, exc)
+            raise
+        finally:
+            self._asking -= 1
+        log.info("server '%s' asked %s during %s: forwarded to the agent, answered", name, method, call)
         return result
 
     async def close(self) -> None:
         """Stop the server."""
+        for flight in list(self._in_flight):
+            flight.abandon()
         await self._shut()
 
 
@@ -349,6 +627,106 @@ def _as_failure(exc: BaseException, spec: ServerSpec) -> UpstreamFailure:
         return exc
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return UpstreamFailure(spec.redact(f"{type(exc).__name__}: {text}" if text else type(exc).__name__))
+
+
+def file_uri(path: str) -> str:
+    """The ``file://`` URI of absolute ``path``."""
+    return PurePosixPath(path).as_uri()
+
+
+class _Question:
+    """A request of the server that ended the agent's call with ``input_required``, waiting for the retry."""
+
+    def __init__(self, asked: InputRequired) -> None:
+        self.asked = asked
+        self.put = False
+        """The agent's call has ended with it (the agent was asked)."""
+        self.answered = anyio.Event()
+        self.answer: Mapping[str, Any] | None = None
+        self.refusal = ""
+
+    def settle(self, answer: Mapping[str, Any] | None, refusal: str = "") -> None:
+        if not self.answered.is_set():
+            self.answer, self.refusal = answer, refusal
+            self.answered.set()
+
+
+class _Flight:
+    """One call forwarded to the server, while it runs: the agent's channel for the server's requests.
+
+    ``attached`` while an agent's call follows it; a suspended flight (the agent's call ended with
+    ``input_required``) waits for the agent's retry with its ``question`` open.
+    """
+
+    def __init__(self, tool: str, arguments: Mapping[str, Any], context: CallContext) -> None:
+        self.tool = tool
+        self.arguments = dict(arguments)
+        self.context = context
+        self.attached = True
+        self.ended = False
+        self.outcome: ToolResult | None = None
+        self.failure: Exception | None = None
+        self.question: _Question | None = None
+        self.suspended_at = 0.0
+        self.wake = anyio.Event()
+        self.task: asyncio.Task[None] | None = None
+        self._asking: set[anyio.CancelScope] = set()
+
+    def report_progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """Progress of the upstream call, to whichever agent call follows it now."""
+        if self.attached:
+            self.context.report_progress(progress, total, message)
+
+    def end(self) -> None:
+        """The upstream call is over: a request still waiting for the agent is abandoned."""
+        self.ended = True
+        for scope in self._asking:
+            scope.cancel()
+        self.wake.set()
+
+    def abandon(self) -> None:
+        """Cancel the upstream call (no agent call will take its outcome)."""
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+
+    async def ask(self, method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The agent's answer to ``method``; raises :class:`UpstreamRequestRefused`."""
+        channel = self.context.channel
+        feature = CLIENT_METHODS[method]
+        if not channel.supports(feature):
+            raise UpstreamRequestRefused(
+                f"awf-mcp refused {method}: the agent does not support {feature}", unsupported=True
+            )
+        call = self.context.tool_name or "the call"
+        with anyio.CancelScope() as scope:
+            self._asking.add(scope)
+            if self.ended:
+                scope.cancel()
+            try:
+                try:
+                    return await channel.ask(method, params)
+                except ClientCannotAnswer as exc:
+                    raise UpstreamRequestRefused(f"awf-mcp could not forward {method}: {exc}") from None
+                except InputRequired as asked:
+                    question = _Question(asked)
+                self.question = question
+                self.wake.set()
+                with anyio.move_on_after(SUSPEND_SECONDS):
+                    await question.answered.wait()
+                question.settle(
+                    None,
+                    f"awf-mcp refused {method}: the agent did not come back with an answer within "
+                    f"{SUSPEND_SECONDS:g} s",
+                )
+                if question.answer is None:
+                    raise UpstreamRequestRefused(question.refusal)
+                return question.answer
+            finally:
+                self._asking.discard(scope)
+        raise UpstreamRequestRefused(
+            f"awf-mcp refused {method}: {call} ended (answered, timed out or cancelled) "
+            "before the agent answered"
+        )
 
 
 @contextlib.contextmanager
@@ -391,8 +769,10 @@ async def start_all(
     roots: Sequence[str] = (),
     strict: bool = False,
     on_failure: Callable[[PluginRecord], None] | None = report_failed_server,
+    offer: ClientOffer = NO_OFFER,
 ) -> list[PluginRecord]:
-    """Start every enabled server concurrently; one record per server (see the module docstring)."""
+    """Start every enabled server concurrently, advertising ``offer``; one record per server (see the
+    module docstring)."""
     records: list[PluginRecord] = []
 
     async def start_one(record: PluginRecord, provider: UpstreamProvider) -> None:
@@ -412,7 +792,7 @@ async def start_all(
             elif spec.problem:
                 record.fail(spec.problem)
             else:
-                group.start_soon(start_one, record, UpstreamProvider(spec, connect, roots=roots))
+                group.start_soon(start_one, record, UpstreamProvider(spec, connect, roots=roots, offer=offer))
     failed = [record for record in records if not record.ok and record.status != "disabled"]
     if failed and strict:
         for record in records:

@@ -37,9 +37,20 @@ Every message this module logs or raises passes through :meth:`ServerSpec.redact
 
 Upstream requests
 -----------------
-The connection advertises no client capability (no sampling, elicitation or roots), so
-a well-behaved upstream asks for none; one that asks anyway gets the SDK's refusal
-(``-32600 ... not supported``). Log notifications go to the log at DEBUG.
+The handshake advertises the :data:`~awf_mcp.core.upstream.ClientOffer` it is given
+(:meth:`UpstreamConnection.handshake`): the ``sampling``, ``elicitation`` and ``roots``
+objects exactly as given (``roots`` is awf-mcp's own, with ``listChanged``:
+:meth:`UpstreamConnection.roots_changed` sends the notification), and no other client
+capability, whatever callbacks the session holds. :func:`offer_from_first_message` reads
+that offer from the agent's first message (``initialize``'s ``capabilities``, or the
+client-capabilities ``_meta`` of a 2026-07-28 request). The server's ``roots/list``,
+``sampling/createMessage`` and ``elicitation/create`` go to the connection's ``on_request`` (set by
+:class:`~awf_mcp.core.upstream.UpstreamProvider`) as JSON objects; its result goes back
+as the SDK's result type, and an
+:class:`~awf_mcp.core.upstream.UpstreamRequestRefused` becomes a JSON-RPC error with its
+sentence (``-32600`` when the request is unsupported, ``-32603`` otherwise). A result
+that does not fit the request's result type is refused the same way. Log notifications
+go to the log at DEBUG.
 
 ``notifications/tools/list_changed`` calls the connection's ``on_tools_changed`` (set by
 :class:`~awf_mcp.core.upstream.UpstreamProvider`), from the session's reader: it must not
@@ -50,6 +61,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -61,13 +73,23 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp.client.session import ClientSession
+from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
+from pydantic import BaseModel, ValidationError
 
 from awf_mcp import __version__
 from awf_mcp.core.servers import ServerSpec
-from awf_mcp.core.upstream import ProgressCallback, UpstreamFailure, UpstreamGone
+from awf_mcp.core.upstream import (
+    NO_OFFER,
+    ClientOffer,
+    ProgressCallback,
+    RequestAnswerer,
+    UpstreamFailure,
+    UpstreamGone,
+    UpstreamRequestRefused,
+    offer_from,
+)
 from awf_mcp.ops.childenv import child_environment
 from awf_mcp.ops.upstreamprocess import claim, launch_key, spawn
 from awf_mcp.ports import ToolAnnotations, ToolContent, ToolDefinition, ToolResult
@@ -101,11 +123,83 @@ class Transcript:
         return self.spec.redact("; ".join(parts))
 
 
+def offer_from_first_message(data: bytes) -> ClientOffer:
+    """The client capabilities to advertise upstream, from the agent's first message (raw JSON).
+
+    ``initialize`` declares them in ``params.capabilities``; a request of the stateless revision
+    (2026-07-28: ``server/discover`` or any other) in its ``_meta``. Anything else, or anything
+    malformed, offers nothing.
+    """
+    try:
+        message = json.loads(data)
+    except ValueError:
+        return NO_OFFER
+    params = message.get("params") if isinstance(message, dict) else None
+    if not isinstance(params, dict):
+        return NO_OFFER
+    if message.get("method") == "initialize":
+        declared = params.get("capabilities")
+    else:
+        meta = params.get("_meta")
+        declared = meta.get(types.CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, dict) else None
+    try:
+        capabilities = types.ClientCapabilities.model_validate(declared, by_name=False)
+    except ValidationError:
+        return NO_OFFER
+    return offer_from(capabilities.model_dump(by_alias=True, mode="json", exclude_none=True))
+
+
+class _OfferingSession(ClientSession):
+    """The SDK's client session, advertising :attr:`offer` instead of what its callbacks imply."""
+
+    offer: ClientOffer = NO_OFFER
+
+    def _build_capabilities(self, version: str) -> types.ClientCapabilities:
+        built = super()._build_capabilities(version)
+        offered: dict[str, type[BaseModel]] = {
+            "sampling": types.SamplingCapability,
+            "elicitation": types.ElicitationCapability,
+            "roots": types.RootsCapability,
+        }
+        return built.model_copy(
+            update={
+                field: kind.model_validate(self.offer[field], by_name=False) if field in self.offer else None
+                for field, kind in offered.items()
+            }
+        )
+
+
+def _result_type(method: str, params: Mapping[str, Any]) -> type[BaseModel]:
+    if method == "roots/list":
+        return types.ListRootsResult
+    if method == "elicitation/create":
+        return types.ElicitResult
+    return types.CreateMessageResultWithTools if params.get("tools") else types.CreateMessageResult
+
+
+async def _answer(connection: list[UpstreamConnection], method: str, params: BaseModel | None) -> Any:
+    """One server request through the connection's ``on_request``: the SDK's result, or its ``ErrorData``."""
+    wire = {} if params is None else params.model_dump(by_alias=True, mode="json", exclude_unset=True)
+    wire.pop("_meta", None)
+    answerer = connection[0].on_request if connection else None
+    if answerer is None:
+        return types.ErrorData(code=types.INVALID_REQUEST, message=f"awf-mcp does not answer {method} here")
+    try:
+        result = await answerer(method, wire)
+        return _result_type(method, wire).model_validate(result, by_name=False)
+    except UpstreamRequestRefused as exc:
+        code = types.INVALID_REQUEST if exc.unsupported else types.INTERNAL_ERROR
+        return types.ErrorData(code=code, message=str(exc))
+    except ValidationError:
+        message = f"the agent's answer to {method} is malformed; awf-mcp dropped it"
+        return types.ErrorData(code=types.INTERNAL_ERROR, message=message)
+
+
 class UpstreamConnection:
     """A live MCP client session with one upstream server, speaking domain types."""
 
     def __init__(
-        self, spec: ServerSpec, session: ClientSession, transcript: Transcript, closed: anyio.Event
+        self, spec: ServerSpec, session: _OfferingSession, transcript: Transcript, closed: anyio.Event
     ) -> None:
         self.spec = spec
         self.session = session
@@ -113,13 +207,20 @@ class UpstreamConnection:
         self.closed = closed
         self.instructions: str | None = None
         self.on_tools_changed: Callable[[], None] | None = None
+        self.on_request: RequestAnswerer | None = None
 
     def reason(self) -> str:
         """Why the connection ended (or what went wrong on it), redacted."""
         return self.transcript.reason()
 
-    async def handshake(self) -> None:
-        """``initialize``; raises :class:`UpstreamFailure` saying why it failed."""
+    async def roots_changed(self) -> None:
+        """Send ``notifications/roots/list_changed`` (a connection that has ended sends nothing)."""
+        with contextlib.suppress(Exception):
+            await self.session.send_notification(types.RootsListChangedNotification())
+
+    async def handshake(self, offer: ClientOffer = NO_OFFER) -> None:
+        """``initialize`` advertising ``offer``; raises :class:`UpstreamFailure` saying why it failed."""
+        self.session.offer = offer
         try:
             result = await self.session.initialize()
         except MCPError as exc:
@@ -448,12 +549,25 @@ async def connect(spec: ServerSpec, cwd: str) -> AsyncIterator[UpstreamConnectio
     closed = anyio.Event()
     streams = _http_streams(spec, closed) if spec.url else _stdio_streams(spec, cwd, transcript, closed)
     opened: list[UpstreamConnection] = []
+
+    async def sample(context: ClientRequestContext, params: types.CreateMessageRequestParams) -> Any:
+        return await _answer(opened, "sampling/createMessage", params)
+
+    async def elicit(context: ClientRequestContext, params: types.ElicitRequestParams) -> Any:
+        return await _answer(opened, "elicitation/create", params)
+
+    async def list_roots(context: ClientRequestContext) -> Any:
+        return await _answer(opened, "roots/list", None)
+
     async with streams as (reads, writes):
-        session = ClientSession(
+        session = _OfferingSession(
             reads,
             writes,
             client_info=types.Implementation(name="awf-mcp", version=__version__),
             message_handler=lambda message: _on_message(transcript, opened, message),
+            sampling_callback=sample,
+            elicitation_callback=elicit,
+            list_roots_callback=list_roots,
         )
         async with session:
             opened.append(UpstreamConnection(spec, session, transcript, closed))

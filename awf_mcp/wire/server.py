@@ -105,7 +105,7 @@ import hashlib
 import hmac
 import json
 import logging
-from collections.abc import Awaitable, Callable, Hashable, Mapping, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping, MutableMapping
 from typing import Any
 
 import anyio
@@ -706,9 +706,16 @@ class McpServer:
             result = ToolResult.error(describe_exception(exc))
         return result_to_mcp(result, visible_text(params.name))
 
-    async def serve_stdio(self, wire: StdioWire) -> None:
-        """Serve one client over ``wire`` until its EOF (or until cancelled)."""
-        reader = FrameReader(wire.read_fd, MAX_MESSAGE_BYTES)
+    async def serve_stdio(
+        self, wire: StdioWire, frames: AsyncIterator[Frame | Oversized] | None = None
+    ) -> None:
+        """Serve one client over ``wire`` until its EOF (or until cancelled).
+
+        ``frames`` are the wire's input frames when the caller has begun reading them (the
+        runtime reads the first one ahead); by default a reader of ``wire`` is made here.
+        """
+        if frames is None:
+            frames = FrameReader(wire.read_fd, MAX_MESSAGE_BYTES).frames()
         writer = FrameWriter(wire.write_fd)
         to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
         session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](16)
@@ -717,7 +724,7 @@ class McpServer:
 
         async def pump_input() -> None:
             async with to_session:
-                async for item in reader.frames():
+                async for item in frames:
                     if isinstance(item, Oversized):
                         log.warning(
                             "refused a %d-byte message (limit %d bytes)", item.size, MAX_MESSAGE_BYTES

@@ -54,8 +54,9 @@ class FakeSession:
         self.closed = anyio.Event()
         self.instructions: str | None = None
         self.on_tools_changed: Any = None
+        self.on_request: Any = None
 
-    async def handshake(self) -> None:
+    async def handshake(self, offer: Any) -> None:
         await anyio.sleep(self.behaviour.handshake_delay)
         self.instructions = "fake instructions"
 
