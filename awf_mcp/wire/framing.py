@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import queue
 import socket
@@ -65,6 +66,9 @@ MAX_MESSAGE_BYTES = 10 * 1024 * 1024
 
 MAX_BACKLOG_BYTES = 4 * 1024 * 1024
 """Unwritten bytes above which :meth:`FrameWriter.send` waits for the reader."""
+
+PIPE_BYTES = 1024 * 1024
+"""The capacity asked for the agent's stdout pipe, so a large answer is one write, one wake-up."""
 
 _CHUNK_BYTES = 256 * 1024
 _READ_AHEAD_CHUNKS = 4
@@ -170,6 +174,8 @@ def _open_channel(fd: int, *, writing: bool) -> _Channel | None:
         return _Channel(copy, sock=sock)
     if not stat.S_ISFIFO(mode):
         return None
+    if writing:
+        _widen_pipe(fd)
     flags = (os.O_WRONLY if writing else os.O_RDONLY) | os.O_NONBLOCK | os.O_CLOEXEC
     try:
         return _Channel(os.open(f"/proc/self/fd/{fd}", flags))  # a description of our own
@@ -179,6 +185,13 @@ def _open_channel(fd: int, *, writing: bool) -> _Channel | None:
     was_blocking = os.get_blocking(duplicate)
     os.set_blocking(duplicate, False)
     return _Channel(duplicate, restore_blocking=was_blocking)
+
+
+def _widen_pipe(fd: int) -> None:
+    """Let the pipe hold :data:`PIPE_BYTES`, if it holds less and the system allows it (Linux)."""
+    with contextlib.suppress(OSError, AttributeError):
+        if fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ) < PIPE_BYTES:
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
 
 
 async def _until_ready(watch: Callable[..., None], unwatch: Callable[[int], object], fd: int) -> None:
