@@ -6,6 +6,8 @@ import contextlib
 import errno
 import fcntl
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -360,3 +362,46 @@ async def test_drain_gives_up_after_its_timeout_when_nobody_reads(pipe: tuple[in
     assert 0.25 <= time.monotonic() - started < 3
     assert writer.backlog > 0
     writer.close()
+
+
+async def test_without_proc_a_pipe_gets_o_nonblock_on_a_duplicate_cleared_when_done(
+    pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read_fd, write_fd = pipe
+    real_open = os.open
+
+    def no_proc(path: str, *args: object, **kwargs: object) -> int:
+        if str(path).startswith("/proc/self/fd/"):
+            raise FileNotFoundError(path)
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", no_proc)
+    writer = FrameWriter(write_fd)
+    frames = FrameReader(read_fd).frames()
+    await writer.send(b"through the duplicate\n")
+    with anyio.fail_after(10):
+        assert await frames.__anext__() == Frame(b"through the duplicate")
+    assert not os.get_blocking(read_fd) and not os.get_blocking(write_fd)  # one description, shared
+    assert wire_threads() == set()
+    writer.close()
+    assert os.get_blocking(write_fd)
+    os.close(write_fd)
+    with anyio.fail_after(10):
+        assert [item async for item in frames] == []
+    assert os.get_blocking(read_fd)
+
+
+def test_claim_stdio_gives_fds_0_and_1_back_blocking() -> None:
+    script = (
+        "import os, sys\n"
+        "from awf_mcp.wire.framing import claim_stdio\n"
+        "with claim_stdio() as wire:\n"
+        "    os.set_blocking(wire.read_fd, False)\n"  # as a reader cut short would leave it
+        "    os.set_blocking(wire.write_fd, False)\n"
+        "    print('claimed', file=sys.stderr)\n"
+        "sys.stderr.write(f'{os.get_blocking(0)} {os.get_blocking(1)}\\n')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], input=b"", capture_output=True, timeout=60, check=True
+    )
+    assert done.stderr.decode().split() == ["claimed", "True", "True"], done.stderr
