@@ -70,8 +70,8 @@ MAX_BACKLOG_BYTES = 4 * 1024 * 1024
 PIPE_BYTES = 1024 * 1024
 """The capacity asked for the agent's stdout pipe, so a large answer is one write, one wake-up."""
 
-_CHUNK_BYTES = 256 * 1024
-_READ_AHEAD_CHUNKS = 4
+_CHUNK_BYTES = 64 * 1024  # a 256 KiB read costs 15 µs more here, allocating its buffer
+_READ_AHEAD_CHUNKS = 16
 
 
 @dataclass(frozen=True, slots=True)
