@@ -26,7 +26,6 @@ block the loop (the built-in file tools' I/O):
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import functools
@@ -34,7 +33,10 @@ import inspect
 import queue
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import asyncio
 
 T = TypeVar("T")
 
@@ -58,6 +60,8 @@ async def call_either(function: Callable[..., Any], *args: Any, **kwargs: Any) -
 
 async def in_worker_thread(function: Callable[..., T], *args: Any) -> T:
     """``function(*args)`` in a worker thread, abandoned on cancellation; see the module docstring."""
+    import asyncio  # here, not at the top: importing the public face stays light
+
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:  # not asyncio
