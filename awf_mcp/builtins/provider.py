@@ -7,7 +7,8 @@ Contract
   The module of each file tool is imported on that tool's first call: a
   session that never greps pays nothing for Grep.
 * :meth:`BuiltinTools.call_tool` is a coroutine. The file tools run in a worker
-  thread (abandoned on cancellation; a long walk also stops at the call's
+  thread (:func:`awf_mcp.concurrency.in_worker_thread`: in the caller's call
+  context, abandoned on cancellation; a long walk also stops at the call's
   ``cancelled`` flag); Bash runs as a native anyio subprocess. Expected
   failures are raised as :class:`~awf_mcp.ports.ToolError`, whose message
   the model reads verbatim; a non-zero Bash exit is an ``isError`` result.
@@ -29,15 +30,9 @@ from awf_mcp.builtins.jobs import JobTable
 from awf_mcp.builtins.outputs import OutputDir
 from awf_mcp.builtins.sandbox import Sandbox
 from awf_mcp.builtins.shell import ShellRunner, shell_path
+from awf_mcp.concurrency import in_worker_thread
 from awf_mcp.ops.childenv import child_environment
-from awf_mcp.ports import (
-    ToolDefinition,
-    ToolError,
-    ToolResult,
-    bind_call_context,
-    current_call,
-    unbind_call_context,
-)
+from awf_mcp.ports import ToolDefinition, ToolError, ToolResult
 
 _FileTool = Callable[[Sandbox, Mapping[str, Any]], ToolResult]
 
@@ -89,22 +84,10 @@ class BuiltinTools:
         tool = file_tool(name)
         if tool is None:
             raise ToolError(f"unknown built-in tool {name!r}")
-        context = current_call()
-        return await anyio.to_thread.run_sync(
-            functools.partial(_in_context, context, tool, self.sandbox, arguments), abandon_on_cancel=True
-        )
+        return await in_worker_thread(tool, self.sandbox, arguments)
 
     async def close(self) -> None:
         """Kill the process groups of Bash commands and jobs still running; remove their output files."""
         await self._shell.close()
         await anyio.to_thread.run_sync(self._jobs.close)
         self._outputs.close()
-
-
-def _in_context(context: Any, tool: _FileTool, sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
-    """Run ``tool`` in a worker thread with the caller's call context bound."""
-    token = bind_call_context(context)
-    try:
-        return tool(sandbox, arguments)
-    finally:
-        unbind_call_context(token)

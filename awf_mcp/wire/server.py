@@ -723,13 +723,19 @@ class McpServer:
         in_flight: set[Any] = set()
 
         async def pump_input() -> None:
+            try:
+                await read_input()
+            finally:  # input has ended: shutdown must not wait for a reader that stopped reading
+                writer.stop_waiting()
+
+        async def read_input() -> None:
             async with to_session:
                 async for item in frames:
                     if isinstance(item, Oversized):
                         log.warning(
                             "refused a %d-byte message (limit %d bytes)", item.size, MAX_MESSAGE_BYTES
                         )
-                        writer.write(
+                        await writer.send(
                             _error_frame(
                                 None,
                                 types.INVALID_REQUEST,
@@ -742,7 +748,7 @@ class McpServer:
                     try:
                         message = types.jsonrpc_message_adapter.validate_json(item.data, by_name=False)
                     except Exception as exc:
-                        writer.write(frame_error(item.data, json_problem(exc)))
+                        await writer.send(frame_error(item.data, json_problem(exc)))
                         continue
                     if isinstance(message, types.JSONRPCRequest):
                         in_flight.add(message.id)
@@ -760,7 +766,7 @@ class McpServer:
                         in_flight.discard(reply.id)
                     data = encode_reply(reply)
                     if data is not None:
-                        writer.write(data)
+                        await writer.send(data)
 
         async def run_session() -> None:
             await self.sdk_server.run(

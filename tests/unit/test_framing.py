@@ -6,9 +6,12 @@ import contextlib
 import errno
 import fcntl
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import anyio
 import pytest
@@ -164,3 +167,241 @@ async def test_the_writer_notices_a_reader_that_went_away(pipe: tuple[int, int])
     await writer.drain(timeout=5)
     writer.close()
     assert writer.broken
+
+
+# ---------------------------------------------------------------- which path, and what it leaves behind
+
+
+def wire_threads() -> set[str]:
+    return {thread.name for thread in threading.enumerate() if thread.name.startswith("awf-mcp std")}
+
+
+def frame_of(index: int, size: int) -> bytes:
+    """A frame whose every byte can be checked: its index, then a pattern that depends on it."""
+    head = f"{index:06d}:".encode()
+    return head + bytes(48 + (index + position) % 26 for position in range(size - len(head) - 1)) + b"\n"
+
+
+def check_frames(received: bytes, count: int, size: int) -> None:
+    lines = received.split(b"\n")
+    assert lines[-1] == b"" and len(lines) - 1 == count, (len(lines) - 1, count)
+    for index, line in enumerate(lines[:-1]):
+        assert line + b"\n" == frame_of(index, size), f"frame {index} lost, cut or interleaved"
+
+
+async def test_a_pipe_is_read_on_the_event_loop_without_a_thread_or_a_shared_nonblocking_flag(
+    pipe: tuple[int, int],
+) -> None:
+    read_fd, write_fd = pipe
+    frames = FrameReader(read_fd).frames()
+    os.write(write_fd, b"one\n")
+    with anyio.fail_after(10):
+        assert await frames.__anext__() == Frame(b"one")
+    assert wire_threads() == set()
+    assert os.get_blocking(read_fd), "O_NONBLOCK leaked onto the wire's own descriptor"
+    os.write(write_fd, b"two\n")
+    os.close(write_fd)
+    with anyio.fail_after(10):
+        assert [item async for item in frames] == [Frame(b"two")]
+    assert os.get_blocking(read_fd)
+
+
+async def test_stdin_in_odd_chunks_gives_the_same_frames(pipe: tuple[int, int]) -> None:
+    read_fd, write_fd = pipe
+    data = b"".join(frame_of(index, 10 + index * 37 % 3000) for index in range(300))
+    sizes = [1, 2, 3, 4093, 1, 65536, 7, 100_000, 5]
+    pieces, position = [], 0
+    while position < len(data):
+        size = sizes[len(pieces) % len(sizes)]
+        pieces.append(data[position : position + size])
+        position += size
+    feed(write_fd, *pieces)
+    assert await collect(read_fd) == [Frame(line) for line in data.split(b"\n") if line]
+
+
+async def test_a_socket_is_served_on_the_loop_and_stays_blocking() -> None:
+    import socket
+
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        writer = FrameWriter(ours.fileno())
+        frames = FrameReader(ours.fileno()).frames()
+        theirs.sendall(b'{"id": 1}\n')
+        with anyio.fail_after(10):
+            assert await frames.__anext__() == Frame(b'{"id": 1}')
+        await writer.send(b'{"id": 1, "result": {}}\n')
+        await writer.drain(timeout=5)
+        assert theirs.recv(100) == b'{"id": 1, "result": {}}\n'
+        assert wire_threads() == set()
+        assert ours.getblocking() and os.get_blocking(ours.fileno())
+        theirs.shutdown(socket.SHUT_WR)
+        with anyio.fail_after(10):
+            assert [item async for item in frames] == []
+        writer.close()
+
+
+def spy_on_channels(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """What each reader or writer got from ``_open_channel``: ``None`` means the thread path."""
+    opened: list[object] = []
+    real = framing._open_channel
+
+    def spy(fd: int, *, writing: bool) -> object:
+        opened.append(real(fd, writing=writing))
+        return opened[-1]
+
+    monkeypatch.setattr(framing, "_open_channel", spy)
+    return opened
+
+
+async def test_a_regular_file_is_read_by_the_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    opened = spy_on_channels(monkeypatch)
+    source = tmp_path / "input.jsonl"
+    source.write_bytes(b'{"a": 1}\n\n{"b": 2}\nlast')
+    fd = os.open(source, os.O_RDONLY)
+    try:
+        assert await collect(fd) == [Frame(b'{"a": 1}'), Frame(b'{"b": 2}'), Frame(b"last")]
+    finally:
+        os.close(fd)
+    assert opened == [None]
+
+
+async def test_stdout_a_regular_file_is_written_by_the_thread_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened = spy_on_channels(monkeypatch)
+    target = tmp_path / "out.jsonl"
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT)
+    try:
+        writer = FrameWriter(fd)
+        assert opened == [None] and "awf-mcp stdout" in wire_threads()
+        for index in range(500):
+            await writer.send(frame_of(index, 3000))
+        await writer.drain(timeout=10)
+        assert writer.backlog == 0
+        writer.close()
+    finally:
+        os.close(fd)
+    check_frames(target.read_bytes(), 500, 3000)
+
+
+# ---------------------------------------------------------------- a reader that is slow, or stops reading
+
+
+async def test_a_slow_reader_gets_every_frame_in_order_and_the_backlog_stays_bounded(
+    pipe: tuple[int, int],
+) -> None:
+    read_fd, write_fd = pipe
+    writer = FrameWriter(write_fd, max_backlog=200_000)
+    received = bytearray()
+
+    def read_slowly() -> None:
+        while chunk := os.read(read_fd, 50_000):
+            received.extend(chunk)
+            time.sleep(0.002)
+
+    thread = threading.Thread(target=read_slowly, daemon=True)
+    thread.start()
+    largest = 0
+    with anyio.fail_after(60):
+        for index in range(300):
+            await writer.send(frame_of(index, 30_000))  # 9 MB in all, through a pipe of at most 1 MiB
+            largest = max(largest, writer.backlog)
+        await writer.drain(timeout=30)
+    assert writer.backlog == 0 and not writer.broken
+    assert largest <= 200_000 + 30_000, f"the backlog reached {largest} bytes"
+    writer.close()
+    os.close(write_fd)
+    thread.join(10)
+    check_frames(bytes(received), 300, 30_000)
+
+
+async def test_a_reader_that_stops_reading_stops_the_sender_until_told_to_stop_waiting(
+    pipe: tuple[int, int],
+) -> None:
+    read_fd, write_fd = pipe
+    writer = FrameWriter(write_fd, max_backlog=100_000)
+    capacity = fcntl.fcntl(write_fd, 1032)  # F_GETPIPE_SZ
+    sent = 0
+
+    async def keep_sending() -> None:
+        nonlocal sent
+        for index in range(1000):
+            await writer.send(frame_of(index, 10_000))
+            sent += 1
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(keep_sending)
+        await anyio.sleep(0.5)
+        held = sent
+        assert held * 10_000 <= capacity + 100_000 + 10_000, f"{held} frames accepted with nobody reading"
+        assert writer.backlog <= 100_000 + 10_000
+        await anyio.sleep(0.2)
+        assert sent == held, "the sender went on while nobody read"
+        writer.stop_waiting()  # input has ended: shutdown may no longer wait for the reader
+        with anyio.fail_after(10):
+            while sent < 1000:
+                await anyio.sleep(0.01)
+    received = bytearray()
+    os.set_blocking(read_fd, False)
+    with contextlib.suppress(BlockingIOError):
+        while len(received) < capacity:  # what the pipe held is whole frames, in order
+            received.extend(os.read(read_fd, 1 << 20))
+    assert len(received) > capacity // 2
+    whole = bytes(received[: received.rindex(b"\n") + 1])
+    check_frames(whole, whole.count(b"\n"), 10_000)
+    writer.close()
+
+
+async def test_drain_gives_up_after_its_timeout_when_nobody_reads(pipe: tuple[int, int]) -> None:
+    _, write_fd = pipe
+    writer = FrameWriter(write_fd)
+    capacity = fcntl.fcntl(write_fd, 1032)  # F_GETPIPE_SZ
+    writer.write(b"x" * (capacity + 100_000) + b"\n")
+    started = time.monotonic()
+    await writer.drain(timeout=0.3)
+    assert 0.25 <= time.monotonic() - started < 3
+    assert writer.backlog > 0
+    writer.close()
+
+
+async def test_without_proc_a_pipe_gets_o_nonblock_on_a_duplicate_cleared_when_done(
+    pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read_fd, write_fd = pipe
+    real_open = os.open
+
+    def no_proc(path: str, *args: object, **kwargs: object) -> int:
+        if str(path).startswith("/proc/self/fd/"):
+            raise FileNotFoundError(path)
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", no_proc)
+    writer = FrameWriter(write_fd)
+    frames = FrameReader(read_fd).frames()
+    await writer.send(b"through the duplicate\n")
+    with anyio.fail_after(10):
+        assert await frames.__anext__() == Frame(b"through the duplicate")
+    assert not os.get_blocking(read_fd) and not os.get_blocking(write_fd)  # one description, shared
+    assert wire_threads() == set()
+    writer.close()
+    assert os.get_blocking(write_fd)
+    os.close(write_fd)
+    with anyio.fail_after(10):
+        assert [item async for item in frames] == []
+    assert os.get_blocking(read_fd)
+
+
+def test_claim_stdio_gives_fds_0_and_1_back_blocking() -> None:
+    script = (
+        "import os, sys\n"
+        "from awf_mcp.wire.framing import claim_stdio\n"
+        "with claim_stdio() as wire:\n"
+        "    os.set_blocking(wire.read_fd, False)\n"  # as a reader cut short would leave it
+        "    os.set_blocking(wire.write_fd, False)\n"
+        "    print('claimed', file=sys.stderr)\n"
+        "sys.stderr.write(f'{os.get_blocking(0)} {os.get_blocking(1)}\\n')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], input=b"", capture_output=True, timeout=60, check=True
+    )
+    assert done.stderr.decode().split() == ["claimed", "True", "True"], done.stderr
