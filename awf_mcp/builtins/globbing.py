@@ -176,10 +176,10 @@ def glob_files(
                 matches=matcher.matches,
                 cancelled=cancelled,
             )
-            shown = _shown_below(sandbox, start)
+            show = _shown_below(sandbox, start)
             for rel, real, mtime in chosen:
                 if matcher.matches(rel):
-                    newest.add(mtime, shown(rel, real))
+                    newest.add(mtime, show(rel, real))
             newest.matched += max(total - len(chosen), 0)
             continue
         for entry in walk(sandbox, start, max_depth=depth, cancelled=cancelled):
