@@ -447,8 +447,7 @@ class _FileStats:
 
     def mtime(self, real: str) -> float | None:
         """The modification time of regular file ``real``, or ``None`` (not a regular file inside)."""
-        directory, _, name = real.rpartition("/")
-        directory = directory or "/"
+        directory, name = os.path.split(real)
         if directory not in self._directories:
             if len(self._directories) >= self._MAX_OPEN:  # the oldest goes
                 oldest = self._directories.pop(next(iter(self._directories)))
