@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,6 +105,22 @@ def _walk_plan(sandbox: Sandbox, pattern: str, base: str, cancelled: threading.E
     return plan
 
 
+def _shown_below(sandbox: Sandbox, start: str) -> Callable[[str, str], str]:
+    """How a file below ``start`` is shown, given its path ``rel`` to ``start`` and its ``real`` path.
+
+    The same text as ``printable(sandbox.display(real))``, with the part for
+    ``start`` worked out once when ``start`` lies inside the first root
+    (:func:`printable` escapes character by character, so it can be).
+    """
+    shown_start = sandbox.display(start)
+    if shown_start == ".":
+        return lambda rel, real: printable(rel)
+    if not os.path.isabs(shown_start):  # inside the first root, and so is every file below it
+        prefix = printable(shown_start) + "/"
+        return lambda rel, real: prefix + printable(rel)
+    return lambda rel, real: printable(sandbox.display(real))
+
+
 @dataclass(slots=True)
 class _Newest:
     """The ``keep`` newest paths seen so far (ties by path), in memory bounded by ``keep``."""
@@ -160,9 +176,10 @@ def glob_files(
                 matches=matcher.matches,
                 cancelled=cancelled,
             )
+            show = _shown_below(sandbox, start)
             for rel, real, mtime in chosen:
                 if matcher.matches(rel):
-                    newest.add(mtime, printable(sandbox.display(real)))
+                    newest.add(mtime, show(rel, real))
             newest.matched += max(total - len(chosen), 0)
             continue
         for entry in walk(sandbox, start, max_depth=depth, cancelled=cancelled):

@@ -437,6 +437,14 @@ class _FileStats:
         real = _listed_path(self._prefix, raw)
         return None if real is None or self._denied(real) is not None else real
 
+    def checked(self, raw: bytes) -> tuple[float, str] | None:
+        """``(mtime, real)`` of ``./rel`` as ``rg`` printed it (:meth:`real`, :meth:`mtime`), or ``None``."""
+        real = self.real(raw)
+        if real is None:
+            return None
+        mtime = self.mtime(real)
+        return None if mtime is None else (mtime, real)
+
     def mtime(self, real: str) -> float | None:
         """The modification time of regular file ``real``, or ``None`` (not a regular file inside)."""
         directory, name = os.path.split(real)
@@ -633,11 +641,10 @@ class _Listing:
                 (self._batch, self._cut), self._index = batch, 0
             index = self._index
             self._index += 1
-            real = None if index in self._cut else self._stats.real(self._batch[index])
-            mtime = None if real is None else self._stats.mtime(real)
-            if real is not None and mtime is not None:
+            found = None if index in self._cut else self._stats.checked(self._batch[index])
+            if found is not None:
                 self.counted += 1
-                yield mtime, real
+                yield found
 
     def count_all(self) -> int:
         """The files taken plus every one not reached (counted, not checked)."""
@@ -654,10 +661,9 @@ class _Found:
     def __init__(self, stats: _FileStats, names: Sequence[str]) -> None:
         found = []
         for name in names:
-            real = stats.real(b"./" + os.fsencode(name))
-            mtime = None if real is None else stats.mtime(real)
-            if real is not None and mtime is not None:
-                found.append((mtime, real))
+            checked = stats.checked(b"./" + os.fsencode(name))
+            if checked is not None:
+                found.append(checked)
         found.sort(key=lambda item: -item[0])
         self._found = found
 

@@ -144,6 +144,24 @@ async def test_glob_lists_no_links_and_shows_other_roots_absolute(tmp_path: Path
     assert await lines_of(tools, "Glob", pattern="*.txt", cwd=str(second)) == [str(second / "other.txt")]
 
 
+@pytest.mark.anyio
+async def test_glob_shows_files_below_its_start_directory_as_the_first_root_sees_them(tmp_path: Path) -> None:
+    # A search that starts below the first root, in a directory whose name is shown escaped,
+    # and one that starts in a second root holding the first: each file is shown relative to
+    # the first root when it lies inside it, else absolute.
+    outer = tmp_path / "outer"
+    inner = outer / "inner"
+    odd = os.fsdecode(b"caf\xe9\x01")
+    make(inner, {f"{odd}/deep/a.txt": "", "b.txt": ""})
+    make(outer, {"c.txt": ""})
+    tools = BuiltinTools(Sandbox([str(inner), str(outer)]))
+    shown = "caf\\xe9\\x01/deep/a.txt"
+    assert await lines_of(tools, "Glob", pattern=f"{odd}/**/*.txt") == [shown]
+    assert await lines_of(tools, "Glob", pattern=f"{odd}/deep/*.txt") == [shown]
+    listed = await lines_of(tools, "Glob", pattern="**/*.txt", cwd=str(outer))
+    assert sorted(listed) == sorted([shown, "b.txt", str(outer / "c.txt")])
+
+
 # --- Grep -------------------------------------------------------------------------------------------
 
 
