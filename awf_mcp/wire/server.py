@@ -79,6 +79,14 @@ gets ``-32600 Invalid Request`` (with the request's id when it has one); a
 line over 10 MiB gets ``-32600`` saying so, and is never buffered whole. The
 server keeps serving after each of these.
 
+On stdio, at most :data:`REQUESTS_IN_FLIGHT_LIMIT` requests (``subscriptions/listen``
+streams apart) are handled at once: a request past that gets ``-32603`` saying so at once
+(stdin keeps being read, so cancellations and the client's answers still arrive). A
+request counts from its arrival until its answer leaves, or until the client cancels it
+(the SDK never answers a cancelled request). A client that sends requests but never
+reads the answers therefore holds at most that many answers in awf-mcp's memory, plus
+the writer's bounded backlog; once that backlog is full, stdin is no longer read.
+
 Output (threat model: a tool or plugin may return anything)
 -----------------------------------------------------------
 * Every string mapped to the wire (text, structured content keys and values,
@@ -105,6 +113,7 @@ import hashlib
 import hmac
 import json
 import logging
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping, MutableMapping
 from typing import Any
 
@@ -149,6 +158,17 @@ LISTED_BY_LIMIT = 64
 
 LISTEN_LIMIT = 64
 """How many ``subscriptions/listen`` streams may be open at once, all clients together."""
+
+REQUESTS_IN_FLIGHT_LIMIT = 64
+"""On stdio, how many requests (listen streams apart) are handled at once; more are refused (:data:`BUSY`)."""
+
+BUSY = (
+    f"awf-mcp is already handling {REQUESTS_IN_FLIGHT_LIMIT} requests from this client, the most it "
+    "handles at once: wait for some of their answers (or cancel them), then send this request again"
+)
+
+CANCELLED = "notifications/cancelled"
+"""The client's cancellation of a request, which the SDK never answers."""
 
 TOOLS_CHANGED = ToolsListChanged()
 """The event published to ``subscriptions/listen`` streams when the served tools changed."""
@@ -721,6 +741,7 @@ class McpServer:
         session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](16)
 
         in_flight: set[Any] = set()
+        handling: Counter[Any] = Counter()  # requests per id, listen streams apart (they stay open)
 
         async def pump_input() -> None:
             try:
@@ -751,7 +772,17 @@ class McpServer:
                         await writer.send(frame_error(item.data, json_problem(exc)))
                         continue
                     if isinstance(message, types.JSONRPCRequest):
+                        if message.method != "subscriptions/listen":
+                            if handling.total() >= REQUESTS_IN_FLIGHT_LIMIT:
+                                await writer.send(_error_frame(message.id, types.INTERNAL_ERROR, BUSY))
+                                continue
+                            handling[message.id] += 1
                         in_flight.add(message.id)
+                    elif isinstance(message, types.JSONRPCNotification) and message.method == CANCELLED:
+                        cancelled = (message.params or {}).get("requestId")  # never answered (SDK)
+                        if isinstance(cancelled, str | int):
+                            in_flight.discard(cancelled)
+                            handling.pop(cancelled, None)
                     await to_session.send(SessionMessage(message))
                 self.end_listen_streams()  # the one client left: its listen streams end now
                 with anyio.move_on_after(EOF_GRACE_SECONDS):
@@ -764,6 +795,10 @@ class McpServer:
                     reply = session_message.message
                     if isinstance(reply, types.JSONRPCResponse | types.JSONRPCError):
                         in_flight.discard(reply.id)
+                        if handling[reply.id] > 1:
+                            handling[reply.id] -= 1
+                        else:
+                            handling.pop(reply.id, None)
                     data = encode_reply(reply)
                     if data is not None:
                         await writer.send(data)

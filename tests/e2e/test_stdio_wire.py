@@ -8,13 +8,18 @@ writes as the agent makes room. What each test proves:
   time with pauses: every answer arrives once, whole, with its own id;
 * an agent that sends more than the pipe and the writer's backlog hold, closes
   stdin and never reads: the server still exits within a few seconds (input has
-  ended, so shutdown stops waiting for the reader).
+  ended, so shutdown stops waiting for the reader);
+* a request past the in-flight limit is refused at once, and cancelled requests (which
+  are never answered) give their places back;
+* an agent that asks for 180 MB of answers and reads none: the server holds only the
+  limit's worth (about 27 MiB of growth here; 178 MiB without the limit).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -78,3 +83,53 @@ def test_eof_with_a_reader_that_never_reads_still_ends_the_server(tmp_path: Path
         took = time.monotonic() - started
     assert code == 0, code
     assert took < 5, f"the server took {took:.1f} s to exit after EOF"
+
+
+def call_request(request_id: int, name: str, arguments: dict[str, object]) -> bytes:
+    return json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": arguments},
+        }
+    ).encode()
+
+
+def cancel(request_id: int) -> bytes:
+    return json.dumps(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}}
+    ).encode()
+
+
+def test_requests_past_the_limit_are_refused_and_cancelled_ones_free_their_place(tmp_path: Path) -> None:
+    limit = 64  # awf_mcp.wire.server.REQUESTS_IN_FLIGHT_LIMIT
+    with RawServer("--root", str(tmp_path), cwd=tmp_path) as server:
+        server.initialize()
+        sleeping = [3000 + index for index in range(limit)]
+        server.send_lines([call_request(i, "testkit_sleep", {"seconds": 60}) for i in sleeping])
+        server.send(call_request(3999, "testkit_echo", {"text": "one too many"}))
+        refused = server.receive(timeout=20)
+        assert refused["id"] == 3999, refused
+        assert refused["error"]["code"] == -32603
+        assert "already handling 64 requests" in refused["error"]["message"]
+        server.send_lines([cancel(i) for i in sleeping])  # never answered: they must not keep their places
+        server.send(call_request(4000, "testkit_echo", {"text": "room again"}))
+        answer = server.receive(timeout=20)
+        assert answer["id"] == 4000, answer
+        assert answer["result"]["content"][0]["text"] == "room again"
+        assert server.request("ping", timeout=20)["result"] == {}
+
+
+def test_a_client_that_never_reads_cannot_make_the_server_hold_every_answer(tmp_path: Path) -> None:
+    big_file(tmp_path)  # each Read answers about 300 KB
+    with RawServer(*server_args(tmp_path), cwd=tmp_path, env=NO_PLUGINS) as server:
+        server.initialize()
+        before = server.rss_kib()
+        requests = [read_request(5000 + index) for index in range(600)]
+        sender = threading.Thread(target=server.send_lines, args=(requests,), daemon=True)
+        sender.start()  # about 180 MB of answers asked for; the server stops reading once it is behind
+        time.sleep(4)
+        grown_mib = (server.rss_kib("VmHWM") - before) / 1024
+        assert server.process.poll() is None, server.stderr()
+    assert grown_mib < 100, f"the server grew by {grown_mib:.0f} MiB holding answers nobody reads"
