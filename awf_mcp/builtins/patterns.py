@@ -190,6 +190,19 @@ def _class(segment: str, start: int) -> tuple[str, int] | None:
     return None
 
 
+_BYTE_ESCAPE = re.compile(r"\\x[89a-fA-F][0-9a-fA-F]")
+"""How a name's undecodable byte is shown (:func:`printable`), and so how a pattern names it."""
+
+
+def ripgrep_glob(glob: str) -> str:
+    """``glob`` for ``rg --glob``, which takes UTF-8 only: each ``\\xNN`` byte escape becomes ``*``.
+
+    The wider glob lets ``rg`` list the file whose name holds the byte; the caller's
+    :class:`GlobMatcher` (which matches names as :func:`printable` shows them) decides.
+    """
+    return _BYTE_ESCAPE.sub("*", glob)
+
+
 def _segment_regex(segment: str) -> str:
     out: list[str] = []
     index = 0
@@ -208,6 +221,10 @@ def _segment_regex(segment: str) -> str:
                 index = translated[1]
                 continue
             out.append(re.escape(char))
+        elif char == "\\" and _BYTE_ESCAPE.match(segment, index):
+            out.append(re.escape(segment[index : index + 4]))  # a byte shown as \xNN: matched as shown
+            index += 4
+            continue
         elif char == "\\" and index + 1 < len(segment):
             index += 1
             out.append(re.escape(segment[index]))

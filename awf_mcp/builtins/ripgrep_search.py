@@ -41,6 +41,7 @@ from typing import Any, NamedTuple
 
 from awf_mcp.builtins.limits import GREP_MAX_LINE_BYTES, GREP_SHOWN_LINE_BYTES
 from awf_mcp.builtins.listing import BoundedLines, cut_line, printable
+from awf_mcp.builtins.patterns import ripgrep_glob
 from awf_mcp.builtins.ripgrep import (
     MAX_RECORD_BYTES,
     WALK_OPTIONS,
@@ -576,7 +577,7 @@ def newest_files(
     matches.
     """
     arguments = [*WALK_OPTIONS, "--files", "--null", "--no-ignore", "--sortr=modified"]
-    arguments += [f"--glob=/{glob}" for glob in globs]
+    arguments += [f"--glob=/{ripgrep_glob(glob)}" for glob in globs]
     arguments.append("--glob=!.git")  # again after them: of the globs matching a path, the last decides
     # max_depth 1: only the start directory's own files, one small run
     split = None if max_depth == 1 else _split_start(sandbox, start, _parallel_runs(), max_depth=max_depth)

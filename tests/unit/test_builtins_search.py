@@ -354,6 +354,11 @@ async def test_non_utf8_and_control_character_names_are_shown_escaped(
         "ok.txt",
     ]
     assert await lines_of(tools, "Glob", pattern="caf*") == ["caf\\xe9.txt"]
+    for shown in ("caf\\xe9.txt", "caf\\xe9*", "**/caf\\xe9.txt"):  # a name as Glob shows it finds it
+        assert await lines_of(tools, "Glob", pattern=shown) == ["caf\\xe9.txt"], shown
+        found = await lines_of(tools, "Grep", pattern="needle", glob=shown, output_mode="files_with_matches")
+        assert found == ["caf\\xe9.txt"], shown
+    assert await lines_of(tools, "Glob", pattern="cafxe9.txt") == ["No files match 'cafxe9.txt'."]
     grep = sorted(await lines_of(tools, "Grep", pattern="needle"))
     assert grep == ["caf\\xe9.txt:1:needle", "new\\x0aline.txt:1:needle", "ok.txt:1:needle"]
     assert await lines_of(tools, "Grep", pattern="needle", glob="caf*", output_mode="files_with_matches") == [
