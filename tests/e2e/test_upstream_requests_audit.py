@@ -15,7 +15,7 @@ import pytest
 
 from tests.e2e.test_upstream import NO_PLUGINS
 from tests.e2e.test_upstream_requests import Agent, asking_config, call
-from tests.helpers.harness import mcp_session
+from tests.helpers.harness import call_answering, mcp_session, text_of
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
@@ -63,3 +63,34 @@ async def test_the_audit_log_records_an_answered_and_a_refused_upstream_request(
     assert "upstream_requests" not in records["asking_echo"]  # a call that asked nothing: as before
     # Sizes only: neither the agent's answer nor the upstream's question is written.
     assert "you said" not in written and "Your name?" not in written
+
+
+async def test_on_the_stateless_revision_the_retry_records_the_request_the_agent_answered(
+    tmp_path: Path,
+) -> None:
+    audit = tmp_path / "audit.jsonl"
+    agent = Agent()
+    config = asking_config(tmp_path)
+    async with mcp_session(
+        "--config",
+        config,
+        "--no-builtins",
+        "--audit-log",
+        str(audit),
+        cwd=tmp_path,
+        env=NO_PLUGINS,
+        stateless=True,
+        elicitation_callback=agent.elicit,
+    ) as session:
+        elicited = await call_answering(session, "asking_elicit", {})
+        assert text_of(elicited) == 'elicited: accept {"name": "Ada"}'
+    # The round that ended with input_required did not finish: one record, the retry's.
+    [record] = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
+    assert record["tool"] == "asking_elicit" and not record["is_error"]
+    [request] = record["upstream_requests"]
+    assert (request["method"], request["forwarded"], request["outcome"]) == (
+        "elicitation/create",
+        True,
+        "answered",
+    )
+    assert "Ada" not in audit.read_text(encoding="utf-8")
