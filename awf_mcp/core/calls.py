@@ -44,7 +44,7 @@ import anyio
 from awf_mcp.budget import budget_for_client, fit_result
 from awf_mcp.concurrency import call_either
 from awf_mcp.core.observability import (
-    UpstreamRequest,
+    CallRequests,
     bind_upstream_requests,
     call_span,
     redact,
@@ -114,6 +114,8 @@ class CallRecord:
     upstream_requests: tuple[Mapping[str, Any], ...] = ()
     """The requests the call's upstream server made of its client during the call, in order
     (:meth:`~awf_mcp.core.observability.UpstreamRequest.fields`: method and outcome, sizes, never content)."""
+    upstream_requests_omitted: int = 0
+    """How many more requests there were, past :data:`~awf_mcp.core.observability.MAX_RECORDED_REQUESTS`."""
 
 
 def _error_text(result: ToolResult) -> str | None:
@@ -171,7 +173,7 @@ class ToolInvoker:
         args: Mapping[str, Any] = arguments if isinstance(arguments, Mapping) else {}
         result: ToolResult | None = None
         confirmation: dict[str, Any] = {}
-        requests: list[UpstreamRequest] = []
+        requests = CallRequests()
         asking = False
         try:
             with call_span(name, tool.definition.source) as span:
@@ -202,7 +204,8 @@ class ToolInvoker:
                         is_error=result is None or result.is_error,
                         error=CANCELLED if result is None else _error_text(result),
                         confirmation=confirmation or None,
-                        upstream_requests=tuple(request.fields() for request in requests),
+                        upstream_requests=requests.fields(),
+                        upstream_requests_omitted=requests.omitted,
                     )
                 )
         return result
@@ -339,7 +342,7 @@ class _Run:
     session: Hashable | None
     ask: AskUser | None
     confirmation: dict[str, Any]
-    upstream_requests: list[UpstreamRequest]
+    upstream_requests: CallRequests
 
 
 async def _attempt(tool: RegisteredTool, arguments: Mapping[str, Any]) -> ToolResult:

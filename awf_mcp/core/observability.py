@@ -9,7 +9,8 @@ Contract
   ``ts``, ``tool``, ``source``, ``duration_ms``, ``is_error``, ``error``,
   ``arguments``, for a call the user was asked to confirm, ``confirmation``
   (``question``, ``answer``), and for a call during which its upstream server asked
-  its client things, ``upstream_requests`` (below) (the format is documented in
+  its client things, ``upstream_requests`` and, past the bound, ``upstream_requests_omitted``
+  (below) (the format is documented in
   ``docs/audit.md``). Argument
   values under secret-looking keys (token, password, secret, key,
   authorization, credential, cookie, session) are replaced by ``"***"``; the
@@ -24,9 +25,11 @@ Contract
   ``declined``, ``cancelled``, ``refused`` with the ``reason`` the server was sent),
   ``duration_ms``, and the sizes of the request and of the answer in bytes of JSON —
   never their content: a sampling prompt, an elicitation's question or answer may
-  hold the user's data. The call path gives each call a list of them
-  (:func:`bind_upstream_requests`); the upstream provider appends to the list of the
-  call it routed the request to (:func:`upstream_requests_of_call`). A request still
+  hold the user's data. The call path gives each call a :class:`CallRequests`
+  (:func:`bind_upstream_requests`); the upstream provider adds each request to that of
+  the call it routed the request to (:func:`upstream_requests_of_call`). A call's record
+  lists at most :data:`MAX_RECORDED_REQUESTS` and counts the rest
+  (``upstream_requests_omitted``). A request still
   open when the call's record is written is recorded as refused, because the call
   ended before the agent answered (which is what the server is then told).
 * :func:`call_span` opens one OpenTelemetry span per call (``tools/call NAME``)
@@ -102,6 +105,9 @@ def call_fields(record: CallRecord) -> dict[str, Any]:
 
 RequestOutcome = Literal["answered", "declined", "cancelled", "refused"]
 
+MAX_RECORDED_REQUESTS = 100
+"""How many upstream requests one call's record lists; more are counted in ``upstream_requests_omitted``."""
+
 CALL_ENDED = "the call ended before the agent answered"
 """The reason of a request still waiting for the agent when its call's record is written."""
 
@@ -143,7 +149,7 @@ class UpstreamRequest:
         duration = (time.perf_counter() - self.started) * 1000 if open_ else self.duration_ms or 0.0
         reason = CALL_ENDED if open_ else self.reason
         return {
-            "method": self.method,
+            "method": truncate(self.method),
             "forwarded": self.forwarded,
             "outcome": "refused" if open_ else self.outcome,
             "reason": truncate(reason) if reason else None,
@@ -153,15 +159,45 @@ class UpstreamRequest:
         }
 
 
-RequestsToken = contextvars.Token["list[UpstreamRequest] | None"]
+class CallRequests:
+    """The upstream requests of one call, as its record lists them.
 
-_call_requests: contextvars.ContextVar[list[UpstreamRequest] | None] = contextvars.ContextVar(
+    At most :data:`MAX_RECORDED_REQUESTS` are kept; more are only counted (``omitted``), so a
+    server flooding its client during a long call cannot grow the record without bound.
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[UpstreamRequest] = []
+        self.omitted = 0
+
+    def add(self, request: UpstreamRequest) -> None:
+        """Record ``request`` (or count it, past the bound)."""
+        if len(self.requests) < MAX_RECORDED_REQUESTS:
+            self.requests.append(request)
+        else:
+            self.omitted += 1
+
+    def take_over(self, other: CallRequests) -> None:
+        """Record ``other``'s requests too (a call that has no record of its own), leaving it empty."""
+        for request in other.requests:
+            self.add(request)
+        self.omitted += other.omitted
+        other.requests, other.omitted = [], 0
+
+    def fields(self) -> tuple[dict[str, Any], ...]:
+        """Each kept request as the audit log shows it, in the order asked."""
+        return tuple(request.fields() for request in self.requests)
+
+
+RequestsToken = contextvars.Token["CallRequests | None"]
+
+_call_requests: contextvars.ContextVar[CallRequests | None] = contextvars.ContextVar(
     "awf_mcp_upstream_requests", default=None
 )
 
 
-def bind_upstream_requests(requests: list[UpstreamRequest]) -> RequestsToken:
-    """Make ``requests`` the list the running call's upstream requests go to; returns the reset token."""
+def bind_upstream_requests(requests: CallRequests) -> RequestsToken:
+    """Make ``requests`` where the running call's upstream requests go; returns the reset token."""
     return _call_requests.set(requests)
 
 
@@ -170,10 +206,10 @@ def unbind_upstream_requests(token: RequestsToken) -> None:
     _call_requests.reset(token)
 
 
-def upstream_requests_of_call() -> list[UpstreamRequest]:
-    """The running call's list of upstream requests; outside a call, a fresh list nobody records."""
+def upstream_requests_of_call() -> CallRequests:
+    """The running call's upstream requests; outside a call, a fresh collection nobody records."""
     requests = _call_requests.get()
-    return requests if requests is not None else []
+    return requests if requests is not None else CallRequests()
 
 
 class JsonLogFormatter(logging.Formatter):
@@ -208,6 +244,8 @@ class AuditLog:
             entry["confirmation"] = dict(record.confirmation)
         if record.upstream_requests:
             entry["upstream_requests"] = [dict(request) for request in record.upstream_requests]
+        if record.upstream_requests_omitted:
+            entry["upstream_requests_omitted"] = record.upstream_requests_omitted
         line = (json.dumps(entry, ensure_ascii=False, default=repr) + "\n").encode()
         with self._lock:
             written = os.write(self._fd, line)

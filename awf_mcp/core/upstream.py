@@ -78,7 +78,8 @@ request is answered so:
   the call and the outcome, and goes into the audit record of the call it was routed to
   (:class:`~awf_mcp.core.observability.UpstreamRequest`: method, outcome, sizes, never
   content), through the list the call path gives each call
-  (:func:`~awf_mcp.core.observability.upstream_requests_of_call`), which the flight keeps.
+  (:func:`~awf_mcp.core.observability.upstream_requests_of_call`), which the flight keeps
+  (bounded: past :data:`~awf_mcp.core.observability.MAX_RECORDED_REQUESTS` only counted).
   A retry on the stateless revision takes over the requests of the call that ended with
   ``input_required`` (that call has no record). A request asked outside any call, or whose
   suspended call the agent never retried, is in the log only.
@@ -102,7 +103,13 @@ from typing import Any, Protocol
 
 import anyio
 
-from awf_mcp.core.observability import RequestOutcome, UpstreamRequest, json_size, upstream_requests_of_call
+from awf_mcp.core.observability import (
+    CallRequests,
+    RequestOutcome,
+    UpstreamRequest,
+    json_size,
+    upstream_requests_of_call,
+)
 from awf_mcp.core.plugins import PluginRecord, ProviderTools
 from awf_mcp.core.servers import ServerSpec, working_directory
 from awf_mcp.errors import PluginError
@@ -554,7 +561,7 @@ class UpstreamProvider:
         flight.context = context
         # The call that ended with input_required has no record: its requests go into the retry's.
         requests = upstream_requests_of_call()
-        requests.extend(flight.requests)
+        requests.take_over(flight.requests)
         flight.requests = requests
         flight.attached = True
         flight.question = None
@@ -587,7 +594,7 @@ class UpstreamProvider:
         flight = self._oldest_attached()
         request = UpstreamRequest(method=method, request_bytes=json_size(params))
         if flight is not None:
-            flight.requests.append(request)
+            flight.requests.add(request)
         during = "outside any call"
         if flight is not None:
             during = f"during {flight.context.tool_name or 'a call'}"
@@ -702,7 +709,7 @@ class _Flight:
         tool: str,
         arguments: Mapping[str, Any],
         context: CallContext,
-        requests: list[UpstreamRequest],
+        requests: CallRequests,
     ) -> None:
         self.tool = tool
         self.arguments = dict(arguments)

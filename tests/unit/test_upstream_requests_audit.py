@@ -20,8 +20,10 @@ import pytest
 from awf_mcp.core.calls import CallRecord
 from awf_mcp.core.observability import (
     CALL_ENDED,
+    MAX_RECORDED_REQUESTS,
     MAX_VALUE_CHARS,
     AuditLog,
+    CallRequests,
     UpstreamRequest,
     bind_upstream_requests,
     json_size,
@@ -40,7 +42,7 @@ ELICIT = {"mode": "form", "message": "Your name?", "requestedSchema": {"type": "
 
 
 async def held_call(
-    upstream: UpstreamProvider, context: CallContext, requests: list[UpstreamRequest], arguments: Any = None
+    upstream: UpstreamProvider, context: CallContext, requests: CallRequests, arguments: Any = None
 ) -> ToolResult:
     """One call of the held tool whose upstream requests go to ``requests`` (as the call path does)."""
     token = bind_upstream_requests(requests)
@@ -56,7 +58,7 @@ async def during_a_call(
     """Ask ``method`` during one held call on ``channel``: the call's requests, and what the server got."""
     session = HeldSession()
     upstream = await provider(session, offer) if offer is not None else await provider(session)
-    requests: list[UpstreamRequest] = []
+    requests = CallRequests()
     got: Mapping[str, Any] | UpstreamRequestRefused
     async with anyio.create_task_group() as group:
         group.start_soon(held_call, upstream, CallContext(tool_name="up_hold", channel=channel), requests)
@@ -67,7 +69,7 @@ async def during_a_call(
             got = exc
         session.release.set()
     await upstream.close()
-    return [request.fields() for request in requests], got
+    return list(requests.fields()), got
 
 
 async def test_an_answered_sampling_request_is_recorded_by_size_never_by_content() -> None:
@@ -128,8 +130,8 @@ async def test_roots_list_is_recorded_as_answered_by_awf_mcp() -> None:
 async def test_a_request_goes_into_the_record_of_the_call_it_was_routed_to() -> None:
     session = HeldSession()
     upstream = await provider(session)
-    first: list[UpstreamRequest] = []
-    second: list[UpstreamRequest] = []
+    first = CallRequests()
+    second = CallRequests()
     async with anyio.create_task_group() as group:
         context = CallContext(tool_name="up_hold", channel=Channel("first", {"model": "m"}))
         group.start_soon(held_call, upstream, context, first)
@@ -139,32 +141,33 @@ async def test_a_request_goes_into_the_record_of_the_call_it_was_routed_to() -> 
         await anyio.sleep(0.01)
         await upstream.answer("sampling/createMessage", SAMPLE)
         session.release.set()
-    assert [request.method for request in first] == ["sampling/createMessage"] and second == []
+    assert [request.method for request in first.requests] == ["sampling/createMessage"]
+    assert second.requests == []
     await upstream.close()
 
 
 async def test_a_request_outside_any_call_goes_into_no_record() -> None:
     upstream = await provider(HeldSession())
-    requests: list[UpstreamRequest] = []
+    requests = CallRequests()
     token = bind_upstream_requests(requests)  # a call of something else is running meanwhile
     try:
         with pytest.raises(UpstreamRequestRefused, match="none of the server's tool calls is running"):
             await upstream.answer("sampling/createMessage", SAMPLE)
     finally:
         unbind_upstream_requests(token)
-    assert requests == []
+    assert requests.requests == []
     await upstream.close()
 
 
 async def test_a_request_still_waiting_when_its_call_ends_is_recorded_refused() -> None:
     session = HeldSession()
     upstream = await provider(session)
-    requests: list[UpstreamRequest] = []
+    requests = CallRequests()
     at_the_end: list[dict[str, Any]] = []
 
     async def call() -> None:
         await held_call(upstream, CallContext(tool_name="up_hold", channel=Channel("hangs")), requests)
-        at_the_end.extend(request.fields() for request in requests)  # what the call's record shows
+        at_the_end.extend(requests.fields())  # what the call's record shows
 
     async def ask() -> None:
         with pytest.raises(UpstreamRequestRefused):
@@ -179,7 +182,7 @@ async def test_a_request_still_waiting_when_its_call_ends_is_recorded_refused() 
     [entry] = at_the_end  # still open then (recorded as CALL_ENDED) or already refused: the same sense
     assert (entry["forwarded"], entry["outcome"]) == (True, "refused")
     assert entry["reason"].endswith("before the agent answered")
-    [request] = requests
+    [request] = requests.requests
     assert request.outcome == "refused" and "up_hold ended" in (request.reason or "")
     await upstream.close()
 
@@ -187,8 +190,8 @@ async def test_a_request_still_waiting_when_its_call_ends_is_recorded_refused() 
 async def test_on_the_stateless_revision_the_retrys_record_has_the_request() -> None:
     session = HeldSession()
     upstream = await provider(session)
-    first: list[UpstreamRequest] = []
-    retried: list[UpstreamRequest] = []
+    first = CallRequests()
+    retried = CallRequests()
 
     async def round_one() -> None:
         with pytest.raises(BaseException, match="key-1"):
@@ -206,7 +209,7 @@ async def test_on_the_stateless_revision_the_retrys_record_has_the_request() -> 
         group.start_soon(held_call, upstream, retry, retried)
         await anyio.sleep(0.05)
         session.release.set()
-    [entry] = [request.fields() for request in retried]
+    [entry] = retried.fields()
     assert (entry["method"], entry["forwarded"], entry["outcome"]) == (
         "sampling/createMessage",
         True,
@@ -251,7 +254,7 @@ class AskingProvider(AsyncProvider):
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> Any:
         request = UpstreamRequest(method="roots/list", request_bytes=2)
-        upstream_requests_of_call().append(request)
+        upstream_requests_of_call().add(request)
         request.finish("answered", answer={"roots": []})
         return await super().call_tool(name, arguments)
 
@@ -264,4 +267,34 @@ async def test_the_call_path_puts_the_calls_requests_into_its_record() -> None:
     first, second = records
     assert [entry["method"] for entry in first.upstream_requests] == ["roots/list"]
     assert [entry["method"] for entry in second.upstream_requests] == ["roots/list"]  # its own, not both
-    assert upstream_requests_of_call() == []  # outside a call: nothing is collected
+    assert upstream_requests_of_call().requests == []  # outside a call: nothing is collected
+
+
+def test_a_calls_record_lists_so_many_requests_and_counts_the_rest(tmp_path: Path) -> None:
+    flood, earlier = CallRequests(), CallRequests()
+    earlier.add(UpstreamRequest(method="roots/list", request_bytes=2))
+    earlier.omitted = 3
+    for _ in range(MAX_RECORDED_REQUESTS + 5):
+        flood.add(UpstreamRequest(method="x" * (MAX_VALUE_CHARS + 1), request_bytes=2))
+    flood.take_over(earlier)  # a stateless retry takes over the requests of the round before
+    assert (len(flood.requests), flood.omitted) == (MAX_RECORDED_REQUESTS, 5 + 1 + 3)
+    assert (earlier.requests, earlier.omitted) == ([], 0)
+    audit = AuditLog(str(tmp_path / "audit.jsonl"))
+    fields = flood.fields()
+    audit(
+        CallRecord(
+            "up_ask",
+            "server:up",
+            {},
+            3.0,
+            False,
+            None,
+            upstream_requests=fields,
+            upstream_requests_omitted=flood.omitted,
+        )
+    )
+    audit.close()
+    entry = json.loads((tmp_path / "audit.jsonl").read_text())
+    assert len(entry["upstream_requests"]) == MAX_RECORDED_REQUESTS
+    assert entry["upstream_requests_omitted"] == 9
+    assert len(entry["upstream_requests"][0]["method"]) < MAX_VALUE_CHARS + 100  # a method is text too
