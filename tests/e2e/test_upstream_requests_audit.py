@@ -3,15 +3,21 @@
 The upstream is tests/upstreams/asking_upstream.py and the agent the SDK's ``ClientSession``,
 as in tests/e2e/test_upstream_requests.py. The agent declares sampling and not elicitation,
 so one call's sampling request is forwarded and answered and another call's elicitation is
-refused; each audit line says so, with sizes and never the text asked or answered.
+refused; each audit line says so, with sizes and never the text asked or answered. On the
+stateless revision the retry's record holds the request its first round ended with; a
+request still with the agent when its call times out is recorded refused.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import anyio
+import mcp_types as types
 import pytest
+from mcp.client.session import ClientRequestContext
 
 from tests.e2e.test_upstream import NO_PLUGINS
 from tests.e2e.test_upstream_requests import Agent, asking_config, call
@@ -94,3 +100,31 @@ async def test_on_the_stateless_revision_the_retry_records_the_request_the_agent
         "answered",
     )
     assert "Ada" not in audit.read_text(encoding="utf-8")
+
+
+async def test_a_request_still_with_the_agent_when_its_call_times_out_is_recorded_refused(
+    tmp_path: Path,
+) -> None:
+    async def slow(context: ClientRequestContext, params: types.CreateMessageRequestParams) -> Any:
+        await anyio.sleep(3)
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(text="late"), model="m")
+
+    audit = tmp_path / "audit.jsonl"
+    config = asking_config(tmp_path, timeout_seconds=1)
+    async with mcp_session(
+        "--config",
+        config,
+        "--no-builtins",
+        "--audit-log",
+        str(audit),
+        cwd=tmp_path,
+        env=NO_PLUGINS,
+        sampling_callback=slow,
+    ) as session:
+        with anyio.fail_after(10):
+            result = await session.call_tool("asking_sample", {"prompt": "p"})
+        assert result.is_error
+    [record] = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
+    [request] = record["upstream_requests"]
+    assert (request["forwarded"], request["outcome"], request["answer_bytes"]) == (True, "refused", None)
+    assert request["reason"].endswith("before the agent answered")
