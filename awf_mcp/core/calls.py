@@ -43,7 +43,13 @@ import anyio
 
 from awf_mcp.budget import budget_for_client, fit_result
 from awf_mcp.concurrency import call_either
-from awf_mcp.core.observability import call_span, redact
+from awf_mcp.core.observability import (
+    CallRequests,
+    bind_upstream_requests,
+    call_span,
+    redact,
+    unbind_upstream_requests,
+)
 from awf_mcp.core.registry import RegisteredTool, Registry
 from awf_mcp.core.roots import ClientRoots
 from awf_mcp.errors import describe_exception
@@ -105,6 +111,11 @@ class CallRecord:
     error: str | None
     confirmation: Mapping[str, Any] | None = None
     """For a call the policy asked about: ``question`` put to the user and ``answer`` given."""
+    upstream_requests: tuple[Mapping[str, Any], ...] = ()
+    """The requests the call's upstream server made of its client during the call, in order
+    (:meth:`~awf_mcp.core.observability.UpstreamRequest.fields`: method and outcome, sizes, never content)."""
+    upstream_requests_omitted: int = 0
+    """How many more requests there were, past :data:`~awf_mcp.core.observability.MAX_RECORDED_REQUESTS`."""
 
 
 def _error_text(result: ToolResult) -> str | None:
@@ -162,6 +173,7 @@ class ToolInvoker:
         args: Mapping[str, Any] = arguments if isinstance(arguments, Mapping) else {}
         result: ToolResult | None = None
         confirmation: dict[str, Any] = {}
+        requests = CallRequests()
         asking = False
         try:
             with call_span(name, tool.definition.source) as span:
@@ -174,7 +186,7 @@ class ToolInvoker:
                 if result is None:
                     budget = self.budget_for(client_name)
                     ask = decision if isinstance(decision, AskUser) else None
-                    run = _Run(tool, args, channel, session, ask, confirmation)
+                    run = _Run(tool, args, channel, session, ask, confirmation, requests)
                     result = fit_result(await self._run(run, progress, budget), budget)
                 span.set_attribute("tool.is_error", result.is_error)
         except InputRequired:
@@ -192,6 +204,8 @@ class ToolInvoker:
                         is_error=result is None or result.is_error,
                         error=CANCELLED if result is None else _error_text(result),
                         confirmation=confirmation or None,
+                        upstream_requests=requests.fields(),
+                        upstream_requests_omitted=requests.omitted,
                     )
                 )
         return result
@@ -234,6 +248,7 @@ class ToolInvoker:
             if progress is not None:
                 context.report_progress, finish_progress = _progress_pump(group, progress)
             token = bind_call_context(context)
+            requests_token = bind_upstream_requests(run.upstream_requests)
             try:
                 with anyio.fail_after(self.timeout_seconds):
                     fetched = False
@@ -275,6 +290,7 @@ class ToolInvoker:
                 context.cancelled.set()
                 raise
             finally:
+                unbind_upstream_requests(requests_token)
                 unbind_call_context(token)
                 context.report_progress = _ignore_progress
                 finish_progress()
@@ -326,6 +342,7 @@ class _Run:
     session: Hashable | None
     ask: AskUser | None
     confirmation: dict[str, Any]
+    upstream_requests: CallRequests
 
 
 async def _attempt(tool: RegisteredTool, arguments: Mapping[str, Any]) -> ToolResult:

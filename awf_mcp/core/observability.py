@@ -7,8 +7,11 @@ Contract
   ``--log-format json``.
 * :class:`AuditLog` appends one JSONL record per finished call to a file:
   ``ts``, ``tool``, ``source``, ``duration_ms``, ``is_error``, ``error``,
-  ``arguments``, and for a call the user was asked to confirm, ``confirmation``
-  (``question``, ``answer``) (the format is documented in ``docs/audit.md``). Argument
+  ``arguments``, for a call the user was asked to confirm, ``confirmation``
+  (``question``, ``answer``), and for a call during which its upstream server asked
+  its client things, ``upstream_requests`` and, past the bound, ``upstream_requests_omitted``
+  (below) (the format is documented in
+  ``docs/audit.md``). Argument
   values under secret-looking keys (token, password, secret, key,
   authorization, credential, cookie, session) are replaced by ``"***"``; the
   error text and every argument string longer than :data:`MAX_VALUE_CHARS`
@@ -16,6 +19,19 @@ Contract
   record is a single ``write(2)`` on an ``O_APPEND`` descriptor, under a lock,
   so concurrent calls never interleave lines — not even across processes
   sharing the file.
+* :class:`UpstreamRequest` is one request an upstream server made of its client during
+  a call (``sampling/createMessage``, ``elicitation/create``, ``roots/list``): its method,
+  whether the agent was asked (``forwarded``), its ``outcome`` (``answered``,
+  ``declined``, ``cancelled``, ``refused`` with the ``reason`` the server was sent),
+  ``duration_ms``, and the sizes of the request and of the answer in bytes of JSON —
+  never their content: a sampling prompt, an elicitation's question or answer may
+  hold the user's data. The call path gives each call a :class:`CallRequests`
+  (:func:`bind_upstream_requests`); the upstream provider adds each request to that of
+  the call it routed the request to (:func:`upstream_requests_of_call`). A call's record
+  lists at most :data:`MAX_RECORDED_REQUESTS` and counts the rest
+  (``upstream_requests_omitted``). A request still
+  open when the call's record is written is recorded as refused, because the call
+  ended before the agent answered (which is what the server is then told).
 * :func:`call_span` opens one OpenTelemetry span per call (``tools/call NAME``)
   with attributes ``tool.name``, ``tool.source`` and, at the end,
   ``tool.is_error``. Without a configured exporter the API is a no-op.
@@ -27,6 +43,7 @@ Contract
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import datetime
 import json
 import logging
@@ -34,8 +51,10 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 from awf_mcp.errors import UserError
 
@@ -84,6 +103,115 @@ def call_fields(record: CallRecord) -> dict[str, Any]:
     }
 
 
+RequestOutcome = Literal["answered", "declined", "cancelled", "refused"]
+
+MAX_RECORDED_REQUESTS = 100
+"""How many upstream requests one call's record lists; more are counted in ``upstream_requests_omitted``."""
+
+CALL_ENDED = "the call ended before the agent answered"
+"""The reason of a request still waiting for the agent when its call's record is written."""
+
+
+def json_size(value: Any) -> int:
+    """How many bytes ``value`` takes as UTF-8 JSON (what the audit log records instead of content)."""
+    return len(json.dumps(value, ensure_ascii=False, default=repr).encode())
+
+
+@dataclass(slots=True)
+class UpstreamRequest:
+    """One request an upstream server made of its client during a call; see the module docstring."""
+
+    method: str
+    request_bytes: int
+    forwarded: bool = False
+    """Whether the agent was asked (``roots/list`` is answered by awf-mcp, refusals mostly before)."""
+    outcome: RequestOutcome | None = None
+    """``None`` while the request waits for an answer."""
+    reason: str | None = None
+    answer_bytes: int | None = None
+    duration_ms: float | None = None
+    started: float = field(default_factory=time.perf_counter)
+
+    def finish(
+        self, outcome: RequestOutcome, *, reason: str | None = None, answer: Mapping[str, Any] | None = None
+    ) -> None:
+        """Record how the request ended: ``answer`` is the result the server was sent (measured, not kept)."""
+        if self.outcome is not None:
+            return
+        self.outcome = outcome
+        self.reason = reason
+        self.answer_bytes = None if answer is None else json_size(answer)
+        self.duration_ms = (time.perf_counter() - self.started) * 1000
+
+    def fields(self) -> dict[str, Any]:
+        """The request as the audit log shows it; an open one is refused (:data:`CALL_ENDED`)."""
+        open_ = self.outcome is None
+        duration = (time.perf_counter() - self.started) * 1000 if open_ else self.duration_ms or 0.0
+        reason = CALL_ENDED if open_ else self.reason
+        return {
+            "method": truncate(self.method),
+            "forwarded": self.forwarded,
+            "outcome": "refused" if open_ else self.outcome,
+            "reason": truncate(reason) if reason else None,
+            "duration_ms": round(duration, 3),
+            "request_bytes": self.request_bytes,
+            "answer_bytes": None if open_ else self.answer_bytes,
+        }
+
+
+class CallRequests:
+    """The upstream requests of one call, as its record lists them.
+
+    At most :data:`MAX_RECORDED_REQUESTS` are kept; more are only counted (``omitted``), so a
+    server flooding its client during a long call cannot grow the record without bound.
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[UpstreamRequest] = []
+        self.omitted = 0
+
+    def add(self, request: UpstreamRequest) -> None:
+        """Record ``request`` (or count it, past the bound)."""
+        if len(self.requests) < MAX_RECORDED_REQUESTS:
+            self.requests.append(request)
+        else:
+            self.omitted += 1
+
+    def take_over(self, other: CallRequests) -> None:
+        """Record ``other``'s requests too (a call that has no record of its own), leaving it empty."""
+        for request in other.requests:
+            self.add(request)
+        self.omitted += other.omitted
+        other.requests, other.omitted = [], 0
+
+    def fields(self) -> tuple[dict[str, Any], ...]:
+        """Each kept request as the audit log shows it, in the order asked."""
+        return tuple(request.fields() for request in self.requests)
+
+
+RequestsToken = contextvars.Token["CallRequests | None"]
+
+_call_requests: contextvars.ContextVar[CallRequests | None] = contextvars.ContextVar(
+    "awf_mcp_upstream_requests", default=None
+)
+
+
+def bind_upstream_requests(requests: CallRequests) -> RequestsToken:
+    """Make ``requests`` where the running call's upstream requests go; returns the reset token."""
+    return _call_requests.set(requests)
+
+
+def unbind_upstream_requests(token: RequestsToken) -> None:
+    """Undo :func:`bind_upstream_requests`."""
+    _call_requests.reset(token)
+
+
+def upstream_requests_of_call() -> CallRequests:
+    """The running call's upstream requests; outside a call, a fresh collection nobody records."""
+    requests = _call_requests.get()
+    return requests if requests is not None else CallRequests()
+
+
 class JsonLogFormatter(logging.Formatter):
     """One JSON object per log line; a call record's fields are included when present."""
 
@@ -114,6 +242,10 @@ class AuditLog:
         entry = {"ts": _now(), **call_fields(record), "arguments": redact(dict(record.arguments))}
         if record.confirmation:
             entry["confirmation"] = dict(record.confirmation)
+        if record.upstream_requests:
+            entry["upstream_requests"] = [dict(request) for request in record.upstream_requests]
+        if record.upstream_requests_omitted:
+            entry["upstream_requests_omitted"] = record.upstream_requests_omitted
         line = (json.dumps(entry, ensure_ascii=False, default=repr) + "\n").encode()
         with self._lock:
             written = os.write(self._fd, line)

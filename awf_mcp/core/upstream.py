@@ -74,8 +74,15 @@ request is answered so:
   ``notifications/cancelled``); an agent's call ended by ``input_required`` does not.
 * At most :data:`MAX_PENDING_REQUESTS` requests of a server wait for the agent at once;
   one more is refused.
-* Each forwarded request is logged (INFO, logger ``awf_mcp.upstream``) with the server,
-  the method, the call and the outcome.
+* Each request is logged (INFO, logger ``awf_mcp.upstream``) with the server, the method,
+  the call and the outcome, and goes into the audit record of the call it was routed to
+  (:class:`~awf_mcp.core.observability.UpstreamRequest`: method, outcome, sizes, never
+  content), through the list the call path gives each call
+  (:func:`~awf_mcp.core.observability.upstream_requests_of_call`), which the flight keeps
+  (bounded: past :data:`~awf_mcp.core.observability.MAX_RECORDED_REQUESTS` only counted).
+  A retry on the stateless revision takes over the requests of the call that ended with
+  ``input_required`` (that call has no record). A request asked outside any call, or whose
+  suspended call the agent never retried, is in the log only.
 
 The connection is owned by one task per server (the SDK's session must be entered and
 left in the same task); it is an asyncio task because start-up runs before the serve
@@ -96,6 +103,13 @@ from typing import Any, Protocol
 
 import anyio
 
+from awf_mcp.core.observability import (
+    CallRequests,
+    RequestOutcome,
+    UpstreamRequest,
+    json_size,
+    upstream_requests_of_call,
+)
 from awf_mcp.core.plugins import PluginRecord, ProviderTools
 from awf_mcp.core.servers import ServerSpec, working_directory
 from awf_mcp.errors import PluginError
@@ -441,7 +455,7 @@ class UpstreamProvider:
             return await self._resume(suspended, context)
         session = await self._ensure()
         await self._announce_roots(session, context)
-        flight = _Flight(tool, arguments, context)
+        flight = _Flight(tool, arguments, context, upstream_requests_of_call())
         self._in_flight.append(flight)
         progress = _wanted_progress(context)
         forward = None if progress is None else flight.report_progress
@@ -545,6 +559,10 @@ class UpstreamProvider:
         if flight in self._suspended:
             self._suspended.remove(flight)
         flight.context = context
+        # The call that ended with input_required has no record: its requests go into the retry's.
+        requests = upstream_requests_of_call()
+        requests.take_over(flight.requests)
+        flight.requests = requests
         flight.attached = True
         flight.question = None
         question.settle(answer, refusal)
@@ -569,8 +587,32 @@ class UpstreamProvider:
     async def answer(self, method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
         """The result for the server's request ``method``; see "Upstream requests" in the module docstring.
 
-        Raises :class:`UpstreamRequestRefused` with the sentence the server is sent.
+        Raises :class:`UpstreamRequestRefused` with the sentence the server is sent. The request
+        goes into the record of the call it is routed to (the oldest attached one), whatever its
+        outcome.
         """
+        flight = self._oldest_attached()
+        request = UpstreamRequest(method=method, request_bytes=json_size(params))
+        if flight is not None:
+            flight.requests.add(request)
+        during = "outside any call"
+        if flight is not None:
+            during = f"during {flight.context.tool_name or 'a call'}"
+        try:
+            result = await self._route(method, params, flight, request)
+        except UpstreamRequestRefused as exc:
+            request.finish("refused", reason=str(exc))
+            log.info("server '%s' asked %s %s: refused: %s", self.spec.name, method, during, exc)
+            raise
+        request.finish(_outcome(method, result), answer=result)
+        how = "forwarded to the agent" if request.forwarded else "answered by awf-mcp"
+        log.info("server '%s' asked %s %s: %s, %s", self.spec.name, method, during, how, request.outcome)
+        return result
+
+    async def _route(
+        self, method: str, params: Mapping[str, Any], flight: _Flight | None, request: UpstreamRequest
+    ) -> Mapping[str, Any]:
+        """Answer one request of the server: awf-mcp itself, the agent of ``flight``, or a refusal."""
         name = self.spec.name
         feature = CLIENT_METHODS.get(method)
         if feature is None:
@@ -588,13 +630,11 @@ class UpstreamProvider:
                 "server, because the agent did not declare it",
                 unsupported=True,
             )
-        flight = self._oldest_attached()
         if flight is None:
             raise UpstreamRequestRefused(
                 f"awf-mcp refused {method} from server '{name}': none of the server's tool calls is running, "
                 "and awf-mcp forwards such a request to the agent only during one"
             )
-        call = flight.context.tool_name or "a call"
         if self._asking >= MAX_PENDING_REQUESTS:
             raise UpstreamRequestRefused(
                 f"awf-mcp refused {method} from server '{name}': {MAX_PENDING_REQUESTS} of its requests "
@@ -602,20 +642,26 @@ class UpstreamProvider:
             )
         self._asking += 1
         try:
-            result = await flight.ask(method, params)
-        except UpstreamRequestRefused as exc:
-            log.info("server '%s' asked %s during %s: refused: %s", name, method, call, exc)
-            raise
+            return await flight.ask(method, params, request)
         finally:
             self._asking -= 1
-        log.info("server '%s' asked %s during %s: forwarded to the agent, answered", name, method, call)
-        return result
 
     async def close(self) -> None:
         """Stop the server."""
         for flight in list(self._in_flight):
             flight.abandon()
         await self._shut()
+
+
+def _outcome(method: str, result: Mapping[str, Any]) -> RequestOutcome:
+    """How a request the server got an answer to ended: an elicitation may be declined or cancelled."""
+    if method == "elicitation/create":
+        action = result.get("action")
+        if action == "decline":
+            return "declined"
+        if action == "cancel":
+            return "cancelled"
+    return "answered"
 
 
 def _as_failure(exc: BaseException, spec: ServerSpec) -> UpstreamFailure:
@@ -658,10 +704,18 @@ class _Flight:
     ``input_required``) waits for the agent's retry with its ``question`` open.
     """
 
-    def __init__(self, tool: str, arguments: Mapping[str, Any], context: CallContext) -> None:
+    def __init__(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        context: CallContext,
+        requests: CallRequests,
+    ) -> None:
         self.tool = tool
         self.arguments = dict(arguments)
         self.context = context
+        self.requests = requests
+        """The upstream requests of the agent's call that follows it now (its record lists them)."""
         self.attached = True
         self.ended = False
         self.outcome: ToolResult | None = None
@@ -689,8 +743,13 @@ class _Flight:
         if self.task is not None and not self.task.done():
             self.task.cancel()
 
-    async def ask(self, method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
-        """The agent's answer to ``method``; raises :class:`UpstreamRequestRefused`."""
+    async def ask(
+        self, method: str, params: Mapping[str, Any], request: UpstreamRequest
+    ) -> Mapping[str, Any]:
+        """The agent's answer to ``method``; raises :class:`UpstreamRequestRefused`.
+
+        ``request`` is marked ``forwarded`` once the agent is asked.
+        """
         channel = self.context.channel
         feature = CLIENT_METHODS[method]
         if not channel.supports(feature):
@@ -704,6 +763,7 @@ class _Flight:
                 scope.cancel()
             try:
                 try:
+                    request.forwarded = True
                     return await channel.ask(method, params)
                 except ClientCannotAnswer as exc:
                     raise UpstreamRequestRefused(f"awf-mcp could not forward {method}: {exc}") from None
