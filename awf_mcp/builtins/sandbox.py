@@ -237,6 +237,8 @@ class Sandbox:
         arg = unescape_bytes(arg)
         if "\\" in arg:
             raise PathRefused(f"{what} {quote_path(arg)} contains a backslash: use '/' as the separator")
+        if arg.isascii() and len(arg) <= MAX_NAME_BYTES:
+            return arg  # no component can be too long, and ASCII has no look-alikes (NFKC keeps it)
         for part in arg.split("/"):
             if len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
                 raise PathRefused(
@@ -282,15 +284,16 @@ class Sandbox:
         return real
 
     def _resolve_links(self, joined: str, arg: str) -> str:
-        parts = [p for p in joined.split("/") if p not in ("", ".")]
+        # The components still to walk, the next one last (list.pop() is cheap, pop(0) is not).
+        parts = [p for p in reversed(joined.split("/")) if p not in ("", ".")]
         current = "/"
         hops = 0
         while parts:
-            part = parts.pop(0)
+            part = parts.pop()
             if part == "..":
                 current = os.path.dirname(current)
                 continue
-            candidate = os.path.join(current, part)
+            candidate = f"/{part}" if current == "/" else f"{current}/{part}"
             try:
                 info = os.lstat(candidate)
             except (FileNotFoundError, NotADirectoryError):
@@ -299,7 +302,7 @@ class Sandbox:
                         f"path {quote_path(arg)} is refused: '..' after {quote_path(candidate)}, "
                         "which does not exist"
                     ) from None
-                return os.path.join(candidate, *parts)
+                return os.path.join(candidate, *reversed(parts))
             except OSError as exc:
                 raise PathRefused(f"path {quote_path(arg)} cannot be resolved: {exc.strerror}") from None
             if not stat.S_ISLNK(info.st_mode):
@@ -319,7 +322,7 @@ class Sandbox:
                 raise PathRefused(f"path {quote_path(arg)} cannot be resolved: {exc.strerror}") from None
             if target.startswith("/"):
                 current = "/"
-            parts[:0] = [p for p in target.split("/") if p not in ("", ".")]
+            parts.extend(p for p in reversed(target.split("/")) if p not in ("", "."))
         return current
 
     def _descend(self, real_path: str, *, create: bool) -> int:
