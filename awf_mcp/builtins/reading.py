@@ -33,7 +33,13 @@ from typing import Any
 
 from awf_mcp import budget
 from awf_mcp.builtins.args import bool_argument, int_argument, optional_int, required_string
-from awf_mcp.builtins.fileio import check_cancelled, open_regular, read_at_most, skip_line
+from awf_mcp.builtins.fileio import (
+    check_cancelled,
+    open_plain_regular,
+    open_regular,
+    read_at_most,
+    skip_line,
+)
 from awf_mcp.builtins.limits import (
     BINARY_SNIFF_BYTES,
     LINE_SHOW_CHARS,
@@ -63,12 +69,18 @@ _BYTES_PER_MASKED_LINE = 32
 def read_file(sandbox: Sandbox, arguments: Mapping[str, Any]) -> ToolResult:
     """Run the Read tool."""
     shown = required_string(arguments, "path")
-    real = sandbox.resolve(shown)
-    offset = int_argument(arguments, "offset", 0, minimum=0)
-    limit = int_argument(arguments, "limit", READ_DEFAULT_LINES, minimum=1)
-    column = optional_int(arguments, "column", minimum=0)
-    page = _Page(shown, offset, limit, bool_argument(arguments, "line_numbers"))
-    fd, info = open_regular(sandbox, real, shown)
+    plain = open_plain_regular(sandbox, shown)  # usually; else resolved, then opened, as below
+    try:
+        real = sandbox.resolve(shown) if plain is None else plain[0]
+        offset = int_argument(arguments, "offset", 0, minimum=0)
+        limit = int_argument(arguments, "limit", READ_DEFAULT_LINES, minimum=1)
+        column = optional_int(arguments, "column", minimum=0)
+        page = _Page(shown, offset, limit, bool_argument(arguments, "line_numbers"))
+    except BaseException:
+        if plain is not None:
+            os.close(plain[1])
+        raise
+    fd, info = open_regular(sandbox, real, shown) if plain is None else plain[1:]
     try:
         if offset == 0 and column is None and info.st_size <= _WHOLE_READ_BYTES:
             # The most frequent call: a small file from its start, read with os.read (a buffered

@@ -61,11 +61,13 @@ What it does not cover
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import stat
+import sys
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from awf_mcp.ports import ToolError, current_call, visible_text
 
@@ -268,10 +270,39 @@ class Sandbox:
                 f"{what} {quote_path(text)} ends with '/', which names a directory, but "
                 f"{quote_path(self.display(real))} {state}; drop the trailing '/' to name a file"
             )
+        self.check_denied(real, text, what)
+        return real
+
+    def check_denied(self, real: str, text: str, what: str = "path") -> None:
+        """Refuse resolved ``real`` (argument ``text``) when the call's path policy denies it."""
         denial = current_call().path_denied(real)
         if denial:
             raise PathRefused(f"{what} {quote_path(text)} is denied: {denial}")
-        return real
+
+    def open_plain(self, arg: object) -> tuple[str, int] | None:
+        """Open path ``arg`` for reading in one step, when nothing in it needs resolving.
+
+        That is, when it names something inside the roots with no ``..``, no trailing ``/``
+        and no symbolic link in any component, the roots' own included: one ``openat2`` with
+        ``RESOLVE_NO_SYMLINKS`` both proves it and opens it (flags as :meth:`open_file` gives),
+        where :meth:`resolve` takes an ``lstat`` per component and :meth:`open_file` a walk from
+        the root. Returns the resolved path, which is the path as written, and the descriptor,
+        *without* asking the path policy (see :meth:`check_denied`). ``None`` means "take the
+        usual way": any other path, any failure to open, or no ``openat2`` here. A bad argument
+        is refused as :meth:`resolve` refuses it.
+        """
+        text = self.check_argument(arg)
+        if _names_directory(text):
+            return None
+        joined = text if text.startswith("/") else f"{self.base}/{text}"
+        parts = [part for part in joined.split("/") if part not in ("", ".")]
+        if ".." in parts:
+            return None
+        real = "/" + "/".join(parts)
+        if not self.contains(real):
+            return None
+        fd = open_without_symlinks(real, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+        return None if fd is None else (real, fd)
 
     def resolve_dir(self, arg: str | None, what: str = "cwd") -> str:
         """Resolved directory argument ``arg`` (default: the first root); refused unless a directory."""
@@ -378,3 +409,57 @@ class Sandbox:
             return os.open(name, flags | extra, mode, dir_fd=dir_fd)
         finally:
             os.close(dir_fd)
+
+
+_SYS_OPENAT2 = 437
+"""``openat2``'s number in Linux's system call table (the same on every architecture since 5.6)."""
+
+_RESOLVE_NO_SYMLINKS = 0x04
+_AT_FDCWD = -100
+_openat2: Callable[[bytes, int], int] | None = None
+_openat2_missing = sys.platform != "linux"
+
+
+def open_without_symlinks(path: str, flags: int) -> int | None:
+    """A descriptor of absolute ``path`` opened with ``flags``, or ``None`` if any of its components
+    is a symbolic link, or it cannot be opened, or the system has no ``openat2`` (Linux 5.6+).
+
+    Python has no binding for ``openat2``; it is called through :mod:`ctypes`, loaded on first use.
+    """
+    global _openat2, _openat2_missing
+    if _openat2_missing:
+        return None
+    call = _openat2
+    if call is None:
+        call = _openat2 = _load_openat2()
+    fd = call(os.fsencode(path), flags)
+    if fd >= 0:
+        return fd
+    import ctypes
+
+    if ctypes.get_errno() in (errno.ENOSYS, errno.EINVAL, errno.E2BIG):  # no openat2 (or not this one)
+        _openat2_missing = True
+    return None
+
+
+def _load_openat2() -> Callable[[bytes, int], int]:
+    import ctypes
+
+    class OpenHow(ctypes.Structure):
+        _fields_ = (("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64))
+
+    syscall = ctypes.CDLL(None, use_errno=True).syscall
+    syscall.restype = ctypes.c_long
+    syscall.argtypes = (
+        ctypes.c_long,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.POINTER(OpenHow),
+        ctypes.c_size_t,
+    )
+
+    def openat2(path: bytes, flags: int) -> int:
+        how = OpenHow(flags, 0, _RESOLVE_NO_SYMLINKS)
+        return int(syscall(_SYS_OPENAT2, _AT_FDCWD, path, ctypes.byref(how), ctypes.sizeof(how)))
+
+    return openat2
