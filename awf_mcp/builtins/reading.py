@@ -207,8 +207,9 @@ def _has_long_line(window: bytes) -> bool:
     several milliseconds on a 150 KB file.
     """
     start, end, reach = 0, len(window), LINE_SHOW_CHARS + 1
+    rfind = window.rfind
     while end - start > LINE_SHOW_CHARS:
-        newline = window.rfind(b"\n", start, start + reach)
+        newline = rfind(b"\n", start, start + reach)
         if newline < 0:
             return True
         start = newline + 1

@@ -68,6 +68,7 @@ import stat
 import sys
 import unicodedata
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from awf_mcp.ports import ToolError, current_call, visible_text
 
@@ -458,8 +459,12 @@ def _load_openat2() -> Callable[[bytes, int], int]:
         ctypes.c_size_t,
     )
 
+    hows: dict[int, Any] = {}  # per flags; the kernel only reads it
+
     def openat2(path: bytes, flags: int) -> int:
-        how = OpenHow(flags, 0, _RESOLVE_NO_SYMLINKS)
-        return int(syscall(_SYS_OPENAT2, _AT_FDCWD, path, ctypes.byref(how), ctypes.sizeof(how)))
+        how = hows.get(flags)
+        if how is None:
+            how = hows[flags] = OpenHow(flags, 0, _RESOLVE_NO_SYMLINKS)
+        return int(syscall(_SYS_OPENAT2, _AT_FDCWD, path, how, ctypes.sizeof(OpenHow)))
 
     return openat2
