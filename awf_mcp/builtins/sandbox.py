@@ -44,6 +44,12 @@ the check and the open makes the open fail instead of escaping. The directory
 walks of Glob and Grep run on directory descriptors too, never descend into a
 symbolic link, and check every link they report.
 
+A path to read with no ``..`` and no symbolic link in any component can be
+resolved and opened at once (:meth:`Sandbox.open_plain`): ``openat2`` with
+``RESOLVE_NO_SYMLINKS`` fails if any component, the roots' own included, is a
+link when it runs, so the path as written is the resolved path. Any failure
+sends the path the way above, which words the refusal.
+
 What it does not cover
 ----------------------
 * **Bash.** Its ``cwd`` is confined, but the command it runs is not: a process
