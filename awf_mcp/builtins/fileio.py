@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from awf_mcp.builtins.sandbox import Sandbox, describe_kind, quote_path
+from awf_mcp.builtins.sandbox import Sandbox, describe_kind, quote_path, unescape_bytes
 from awf_mcp.ports import ToolError, current_call
 
 
@@ -103,7 +103,7 @@ def open_plain_regular(sandbox: Sandbox, arg: str) -> tuple[str, int, os.stat_re
         if not stat.S_ISREG(info.st_mode):
             os.close(fd)
             return None
-        sandbox.check_denied(real, arg)
+        sandbox.check_denied(real, unescape_bytes(arg))  # the argument as resolve() words it
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
