@@ -5,7 +5,8 @@ Contract
 * :func:`open_regular` opens an already-resolved path for reading through the
   sandbox (``O_NOFOLLOW`` walk) and insists on a regular file, turning every
   expected failure into a :class:`~awf_mcp.ports.ToolError` that names the path
-  as the model gave it.
+  as the model gave it. :func:`open_plain_regular` resolves and opens at once a
+  path with no symbolic link in it, or says to take that usual way.
 * :func:`writing` holds the one writer lock of a file for a read-modify-write:
   writers of the same file (the same device and inode, whichever name they use;
   a file not created yet: the same directory and name) run one after another,
@@ -35,7 +36,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from awf_mcp.builtins.sandbox import Sandbox, describe_kind, quote_path
+from awf_mcp.builtins.sandbox import Sandbox, describe_kind, quote_path, unescape_bytes
 from awf_mcp.ports import ToolError, current_call
 
 
@@ -84,6 +85,30 @@ def open_regular(sandbox: Sandbox, real_path: str, shown: str) -> tuple[int, os.
         raise ToolError(f"{quote_path(shown)} is {describe_kind(info.st_mode)}, not a regular file")
     os.set_blocking(fd, True)
     return fd, info
+
+
+def open_plain_regular(sandbox: Sandbox, arg: str) -> tuple[str, int, os.stat_result] | None:
+    """:meth:`Sandbox.resolve` and :func:`open_regular` in one step, when :meth:`Sandbox.open_plain`
+    can take it and the path names a regular file; ``None`` otherwise (nothing was asked of the
+    path policy then: take the usual way, which says what is wrong).
+
+    Returns the resolved path, the descriptor and its ``fstat``, as the two would.
+    """
+    opened = sandbox.open_plain(arg)
+    if opened is None:
+        return None
+    real, fd = opened
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(fd)
+            return None
+        sandbox.check_denied(real, unescape_bytes(arg))  # the argument as resolve() words it
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return real, fd, info
 
 
 def read_at_most(fd: int, limit: int) -> bytes:

@@ -44,6 +44,12 @@ the check and the open makes the open fail instead of escaping. The directory
 walks of Glob and Grep run on directory descriptors too, never descend into a
 symbolic link, and check every link they report.
 
+A path to read with no ``..`` and no symbolic link in any component can be
+resolved and opened at once (:meth:`Sandbox.open_plain`): ``openat2`` with
+``RESOLVE_NO_SYMLINKS`` fails if any component, the roots' own included, is a
+link when it runs, so the path as written is the resolved path. Any failure
+sends the path the way above, which words the refusal.
+
 What it does not cover
 ----------------------
 * **Bash.** Its ``cwd`` is confined, but the command it runs is not: a process
@@ -61,11 +67,14 @@ What it does not cover
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import stat
+import sys
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from awf_mcp.ports import ToolError, current_call, visible_text
 
@@ -237,6 +246,8 @@ class Sandbox:
         arg = unescape_bytes(arg)
         if "\\" in arg:
             raise PathRefused(f"{what} {quote_path(arg)} contains a backslash: use '/' as the separator")
+        if arg.isascii() and len(arg) <= MAX_NAME_BYTES:
+            return arg  # no component can be too long, and ASCII has no look-alikes (NFKC keeps it)
         for part in arg.split("/"):
             if len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
                 raise PathRefused(
@@ -266,10 +277,39 @@ class Sandbox:
                 f"{what} {quote_path(text)} ends with '/', which names a directory, but "
                 f"{quote_path(self.display(real))} {state}; drop the trailing '/' to name a file"
             )
+        self.check_denied(real, text, what)
+        return real
+
+    def check_denied(self, real: str, text: str, what: str = "path") -> None:
+        """Refuse resolved ``real`` (argument ``text``) when the call's path policy denies it."""
         denial = current_call().path_denied(real)
         if denial:
             raise PathRefused(f"{what} {quote_path(text)} is denied: {denial}")
-        return real
+
+    def open_plain(self, arg: object) -> tuple[str, int] | None:
+        """Open path ``arg`` for reading in one step, when nothing in it needs resolving.
+
+        That is, when it names something inside the roots with no ``..``, no trailing ``/``
+        and no symbolic link in any component, the roots' own included: one ``openat2`` with
+        ``RESOLVE_NO_SYMLINKS`` both proves it and opens it (flags as :meth:`open_file` gives),
+        where :meth:`resolve` takes an ``lstat`` per component and :meth:`open_file` a walk from
+        the root. Returns the resolved path, which is the path as written, and the descriptor,
+        *without* asking the path policy (see :meth:`check_denied`). ``None`` means "take the
+        usual way": any other path, any failure to open, or no ``openat2`` here. A bad argument
+        is refused as :meth:`resolve` refuses it.
+        """
+        text = self.check_argument(arg)
+        if _names_directory(text):
+            return None
+        joined = text if text.startswith("/") else f"{self.base}/{text}"
+        parts = [part for part in joined.split("/") if part not in ("", ".")]
+        if ".." in parts:
+            return None
+        real = "/" + "/".join(parts)
+        if not self.contains(real):
+            return None
+        fd = open_without_symlinks(real, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+        return None if fd is None else (real, fd)
 
     def resolve_dir(self, arg: str | None, what: str = "cwd") -> str:
         """Resolved directory argument ``arg`` (default: the first root); refused unless a directory."""
@@ -282,15 +322,16 @@ class Sandbox:
         return real
 
     def _resolve_links(self, joined: str, arg: str) -> str:
-        parts = [p for p in joined.split("/") if p not in ("", ".")]
+        # The components still to walk, the next one last (list.pop() is cheap, pop(0) is not).
+        parts = [p for p in reversed(joined.split("/")) if p not in ("", ".")]
         current = "/"
         hops = 0
         while parts:
-            part = parts.pop(0)
+            part = parts.pop()
             if part == "..":
                 current = os.path.dirname(current)
                 continue
-            candidate = os.path.join(current, part)
+            candidate = f"/{part}" if current == "/" else f"{current}/{part}"
             try:
                 info = os.lstat(candidate)
             except (FileNotFoundError, NotADirectoryError):
@@ -299,7 +340,7 @@ class Sandbox:
                         f"path {quote_path(arg)} is refused: '..' after {quote_path(candidate)}, "
                         "which does not exist"
                     ) from None
-                return os.path.join(candidate, *parts)
+                return os.path.join(candidate, *reversed(parts))
             except OSError as exc:
                 raise PathRefused(f"path {quote_path(arg)} cannot be resolved: {exc.strerror}") from None
             if not stat.S_ISLNK(info.st_mode):
@@ -319,7 +360,7 @@ class Sandbox:
                 raise PathRefused(f"path {quote_path(arg)} cannot be resolved: {exc.strerror}") from None
             if target.startswith("/"):
                 current = "/"
-            parts[:0] = [p for p in target.split("/") if p not in ("", ".")]
+            parts.extend(p for p in reversed(target.split("/")) if p not in ("", "."))
         return current
 
     def _descend(self, real_path: str, *, create: bool) -> int:
@@ -375,3 +416,61 @@ class Sandbox:
             return os.open(name, flags | extra, mode, dir_fd=dir_fd)
         finally:
             os.close(dir_fd)
+
+
+_SYS_OPENAT2 = 437
+"""``openat2``'s number in Linux's system call table (the same on every architecture since 5.6)."""
+
+_RESOLVE_NO_SYMLINKS = 0x04
+_AT_FDCWD = -100
+_openat2: Callable[[bytes, int], int] | None = None
+_openat2_missing = sys.platform != "linux"
+
+
+def open_without_symlinks(path: str, flags: int) -> int | None:
+    """A descriptor of absolute ``path`` opened with ``flags``, or ``None`` if any of its components
+    is a symbolic link, or it cannot be opened, or the system has no ``openat2`` (Linux 5.6+).
+
+    Python has no binding for ``openat2``; it is called through :mod:`ctypes`, loaded on first use.
+    """
+    global _openat2, _openat2_missing
+    if _openat2_missing:
+        return None
+    call = _openat2
+    if call is None:
+        call = _openat2 = _load_openat2()
+    fd = call(os.fsencode(path), flags)
+    if fd >= 0:
+        return fd
+    import ctypes
+
+    if ctypes.get_errno() in (errno.ENOSYS, errno.EINVAL, errno.E2BIG):  # no openat2 (or not this one)
+        _openat2_missing = True
+    return None
+
+
+def _load_openat2() -> Callable[[bytes, int], int]:
+    import ctypes
+
+    class OpenHow(ctypes.Structure):
+        _fields_ = (("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64))
+
+    syscall = ctypes.CDLL(None, use_errno=True).syscall
+    syscall.restype = ctypes.c_long
+    syscall.argtypes = (
+        ctypes.c_long,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.POINTER(OpenHow),
+        ctypes.c_size_t,
+    )
+
+    hows: dict[int, Any] = {}  # per flags; the kernel only reads it
+
+    def openat2(path: bytes, flags: int) -> int:
+        how = hows.get(flags)
+        if how is None:
+            how = hows[flags] = OpenHow(flags, 0, _RESOLVE_NO_SYMLINKS)
+        return int(syscall(_SYS_OPENAT2, _AT_FDCWD, path, how, ctypes.sizeof(OpenHow)))
+
+    return openat2

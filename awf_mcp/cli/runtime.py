@@ -94,6 +94,8 @@ def report_failed_plugin(record: PluginRecord) -> None:
 
 def log_call(record: CallRecord) -> None:
     """The default call observer: one log record per call (fields under ``call`` for JSON logs)."""
+    if not log.isEnabledFor(logging.INFO):  # filtered out: build nothing
+        return
     fields = call_fields(record)
     log.info(
         "call %s source=%s duration_ms=%.1f is_error=%s%s",

@@ -50,6 +50,7 @@ from awf_mcp.core.observability import (
     redact,
     unbind_upstream_requests,
 )
+from awf_mcp.core.quickcheck import QuickCheck, quick_check
 from awf_mcp.core.registry import RegisteredTool, Registry
 from awf_mcp.core.roots import ClientRoots
 from awf_mcp.errors import describe_exception
@@ -146,7 +147,7 @@ class ToolInvoker:
         self.path_policy = path_policy
         self.observer = observer
         self.output_budget = output_budget
-        self._validators: dict[str, Any] = {}
+        self._validators: dict[str, tuple[Any, Any, QuickCheck | None]] = {}
 
     def budget_for(self, client_name: str | None) -> int:
         """The output budget of a call from ``client_name``: the configured one, else the client's default."""
@@ -222,13 +223,17 @@ class ToolInvoker:
 
     def _validate(self, tool: RegisteredTool, arguments: Mapping[str, Any]) -> str | None:
         cached = self._validators.get(tool.name)
-        if cached is not None and cached[0] is tool.definition:  # the registry may re-merge at runtime
-            validator = cached[1]
-        else:
+        if cached is None or cached[0] is not tool.definition:  # the registry may re-merge at runtime
+            cached = (tool.definition, None, quick_check(tool.definition.input_schema))
+            self._validators[tool.name] = cached
+        definition, validator, accepts = cached
+        if accepts is not None and accepts(arguments):
+            return None  # what the quick check accepts, jsonschema accepts too (see quickcheck)
+        if validator is None:  # built on first need: importing jsonschema takes a while
             from jsonschema import Draft202012Validator
 
-            validator = Draft202012Validator(dict(tool.definition.input_schema))
-            self._validators[tool.name] = (tool.definition, validator)
+            validator = Draft202012Validator(dict(definition.input_schema))
+            self._validators[tool.name] = (definition, validator, accepts)
         errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))
         if not errors:
             return None

@@ -13,7 +13,7 @@ import pytest
 
 from awf_mcp.budget import MAX_BUDGET
 from awf_mcp.builtins import BuiltinTools, awf_mcp_register_tools
-from awf_mcp.builtins.limits import LINE_SHOW_CHARS, MAX_FILE_BYTES, READ_DEFAULT_LINES
+from awf_mcp.builtins.limits import BINARY_SNIFF_BYTES, LINE_SHOW_CHARS, MAX_FILE_BYTES, READ_DEFAULT_LINES
 from awf_mcp.ports import PluginContext, ToolError, ToolProvider, ToolResult
 from tests.helpers.providers import call_with_budget
 
@@ -555,3 +555,77 @@ def test_the_long_line_scan_agrees_with_its_definition() -> None:
         parts = [b"x" * chooser.choice(sizes) for _ in range(chooser.randint(0, 6))]
         window = b"\n".join(parts) + chooser.choice([b"", b"\n", b"\r\n"])
         assert _has_long_line(window) == (longer.search(window) is not None), [len(p) for p in parts]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("nul_at", [0, 4096, 6000, BINARY_SNIFF_BYTES - 1])
+@pytest.mark.parametrize("size", [20_000, 2 * 1024 * 1024])
+async def test_read_sniffs_all_of_the_first_bytes_for_nul(
+    tools: BuiltinTools, root: Path, nul_at: int, size: int
+) -> None:
+    # A NUL anywhere in the first BINARY_SNIFF_BYTES marks the file binary, whether it is read at
+    # once (small) or through a stream (large), and on a file system whose blocks are 4 KiB.
+    data = bytearray(b"text line\n" * (size // 10))
+    data[nul_at] = 0
+    (root / "blob").write_bytes(bytes(data))
+    binary = f"'blob': binary file, {len(data):,} bytes (not shown)"
+    assert await text_of(tools, "Read", path="blob") == binary
+    data[nul_at] = ord("x")
+    data[BINARY_SNIFF_BYTES] = 0  # one byte further on: text
+    (root / "blob").write_bytes(bytes(data))
+    first = "xext line\n" if nul_at == 0 else "text line\n"
+    assert (await text_of(tools, "Read", path="blob", limit=2)).startswith(first)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("lines", [READ_DEFAULT_LINES - 1, READ_DEFAULT_LINES, READ_DEFAULT_LINES + 1])
+@pytest.mark.parametrize("ending", ["\n", "", "\n\n"])
+async def test_read_stops_at_the_limit_or_the_end_of_the_file(
+    tools: BuiltinTools, root: Path, lines: int, ending: str
+) -> None:
+    body = "\n".join(f"{n:05d} some text" for n in range(lines)) + ending
+    (root / "n.txt").write_text(body)
+    every = body.splitlines(keepends=True)
+    text = await call_with_budget(tools, "Read", MAX_BUDGET, path="n.txt")
+    if len(every) <= READ_DEFAULT_LINES:
+        assert text == body
+    else:
+        shown = "".join(every[:READ_DEFAULT_LINES])
+        assert text == (
+            f"{shown}\n[awf-mcp: showing lines 1-{READ_DEFAULT_LINES} (limit={READ_DEFAULT_LINES}); "
+            f"more follow: call Read with offset={READ_DEFAULT_LINES} to continue]"
+        )
+
+
+@pytest.mark.anyio
+async def test_a_large_file_read_from_its_start_pages_as_a_small_one(tools: BuiltinTools, root: Path) -> None:
+    # Up to a mebibyte a file is read at once; a larger one through a stream: the same page.
+    line = "y" * 99 + "\n"
+    for count in (10_000, 30_000):
+        (root / "big.txt").write_text(line * count)
+        text = await call_with_budget(tools, "Read", MAX_BUDGET, path="big.txt", limit=5_000)
+        assert text == line * 5_000 + "\n[awf-mcp: showing lines 1-5000 (limit=5000); more follow: " + (
+            "call Read with offset=5000 to continue]"
+        )
+
+
+def test_the_line_end_search_agrees_with_its_definition() -> None:
+    import random
+
+    from awf_mcp.builtins import reading
+
+    chooser = random.Random(2000)
+    reach = reading._MASKED_SEARCH_BYTES
+    for _ in range(60):
+        width = chooser.choice([0, 1, 3, 40, 200, reach // 50])  # bytes per newline, about
+        size = chooser.choice([0, 1, 100, reach - 1, reach, reach + 1, 2 * reach])
+        cut = 256 // (width + 1)  # random bytes below it become newlines
+        data = chooser.randbytes(size).translate(bytes(10 if byte < cut else 122 for byte in range(256)))
+        lines = data.count(b"\n")
+        ends = [len(part) for part in data.split(b"\n")[:-1]]
+        for index in range(1, len(ends)):
+            ends[index] += ends[index - 1] + 1
+        for count in {1, 2, lines - 1, lines, lines + 1, chooser.randint(1, lines + 2), 8192, 8193}:
+            if count >= 1:
+                expected = ends[count - 1] + 1 if len(ends) >= count else len(data)
+                assert reading._end_of_line(data, count) == expected, (len(data), lines, count)

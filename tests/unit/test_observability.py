@@ -66,6 +66,22 @@ def test_a_long_error_text_is_truncated_in_every_record(tmp_path: Path) -> None:
     assert len(logged["message"]) < MAX_VALUE_CHARS + 200
 
 
+def test_the_call_log_costs_nothing_when_its_level_is_filtered_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    from awf_mcp.cli import runtime
+
+    def unexpected(record: CallRecord) -> dict[str, object]:
+        raise AssertionError("call fields built for a record nobody logs")
+
+    monkeypatch.setattr(runtime, "call_fields", unexpected)
+    logger = logging.getLogger("awf_mcp")
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        log_call(record(text="x"))
+    finally:
+        logger.setLevel(level)
+
+
 def test_audit_records_from_many_threads_never_interleave(tmp_path: Path) -> None:
     audit = AuditLog(str(tmp_path / "audit.jsonl"))
     threads = [

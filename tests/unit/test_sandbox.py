@@ -263,3 +263,101 @@ def test_a_call_with_client_roots_is_confined_to_them(tmp_path: Path) -> None:
     # Outside that call, the configured roots again.
     assert sandbox.resolve("f.txt") == str((configured / "f.txt").resolve())
     assert sandbox.configured_roots == (str(configured.resolve()),)
+
+
+@pytest.fixture
+def resolves(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The arguments Sandbox.resolve was called with (it still runs)."""
+    seen: list[str] = []
+    resolve = Sandbox.resolve
+
+    def counted(self: Sandbox, arg: object, *args: object, **kwargs: object) -> str:
+        seen.append(str(arg))
+        return resolve(self, arg, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Sandbox, "resolve", counted)
+    return seen
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif(os.uname().sysname != "Linux", reason="openat2 is Linux's")
+async def test_read_opens_a_path_without_links_in_one_step(tmp_path: Path, resolves: list[str]) -> None:
+    root = tmp_path / "root"
+    (root / "real").mkdir(parents=True)
+    (root / "real" / "f.txt").write_text("text\n")
+    (root / "alias").symlink_to("real")
+    tools = BuiltinTools(Sandbox([str(root)]))
+    for plain in ("real/f.txt", "./real//f.txt", str(root / "real" / "f.txt")):
+        assert await call_outcome(tools, "Read", {"path": plain}) == (False, "text\n")
+    assert resolves == []
+    for resolved in ("alias/f.txt", "real/../real/f.txt", "real/f.txt/", "real"):
+        await call_outcome(tools, "Read", {"path": resolved})
+    assert resolves == ["alias/f.txt", "real/../real/f.txt", "real/f.txt/", "real"]
+
+
+@pytest.mark.anyio
+async def test_a_component_swapped_for_a_link_between_reads_is_refused(world: EscapeWorld) -> None:
+    root, outside = world.root, world.outside
+    tools = BuiltinTools(Sandbox([str(root)]))
+    (root / "swap").mkdir()
+    (root / "swap" / "secret.txt").write_text("inside\n")
+    assert await call_outcome(tools, "Read", {"path": "swap/secret.txt"}) == (False, "inside\n")
+    (root / "swap" / "secret.txt").unlink()
+    (root / "swap").rmdir()
+    (root / "swap").symlink_to(outside)
+    refused, message = await call_outcome(tools, "Read", {"path": "swap/secret.txt"})
+    assert refused and "is outside the root" in message, message
+    assert not leaks(world, message)
+    (root / "swap").unlink()
+    (root / "elsewhere").mkdir()
+    (root / "elsewhere" / "secret.txt").write_text("moved\n")
+    (root / "swap").symlink_to("elsewhere")  # a link inside the root is followed, as always
+    assert await call_outcome(tools, "Read", {"path": "swap/secret.txt"}) == (False, "moved\n")
+
+
+@pytest.mark.anyio
+async def test_read_answers_alike_with_and_without_openat2(
+    world: EscapeWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from awf_mcp.builtins import sandbox as sandbox_module
+
+    root = world.root
+    (root / "dir").mkdir()
+    (root / "dir" / "f.txt").write_text("one\ntwo\n")
+    (root / "empty").write_text("")
+    os.mkfifo(root / "fifo")
+    asked: list[str] = []
+
+    def denied(path: str) -> str | None:
+        asked.append(path)
+        return "not this one" if path.endswith("/f.txt") else None
+
+    tools = BuiltinTools(Sandbox([str(root)]))
+    paths = [
+        "dir/f.txt",
+        "empty",
+        "fifo",
+        "dir",
+        "missing",
+        "dir/f.txt/x",
+        "dir/missing",
+        *escape_paths(world),
+    ]
+
+    async def answers() -> list[tuple[bool, str]]:
+        token = bind_call_context(CallContext(tool_name="Read", path_denied=denied))
+        try:
+            return [await call_outcome(tools, "Read", {"path": path}) for path in paths]
+        finally:
+            unbind_call_context(token)
+
+    quick = await answers()
+    asked_quick, asked[:] = asked[:], []
+    monkeypatch.setattr(sandbox_module, "_openat2_missing", True)
+    assert await answers() == quick
+    assert asked == asked_quick  # the path policy is asked once a call, about the same paths
+    assert quick[:3] == [
+        (True, "path 'dir/f.txt' is denied: not this one"),
+        (False, "(empty file)"),
+        (True, "'fifo' is a FIFO (named pipe), not a regular file"),
+    ]
