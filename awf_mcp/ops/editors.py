@@ -35,7 +35,7 @@ import shutil
 import tempfile
 import time
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -444,19 +444,17 @@ def toml_replace_table(keys: Sequence[str], table: str) -> TextEdit:
         before = parse_toml(text, where)
         lines = text.splitlines(keepends=True)
         # Mark every line that belongs to an owned table (header up to the next header).
+        headers = dict(_headers(lines))
         owned = [False] * len(lines)
         in_owned = False
         first_owned: int | None = None
-        multiline: str | None = None
-        for i, line in enumerate(lines):
-            if multiline is None:
-                header = _header_path(line)
-                if header is not None:
-                    in_owned = header[: len(owned_prefix)] == owned_prefix
-                    if in_owned and first_owned is None:
-                        first_owned = i
+        for i in range(len(lines)):
+            header = headers.get(i)
+            if header is not None:
+                in_owned = header[: len(owned_prefix)] == owned_prefix
+                if in_owned and first_owned is None:
+                    first_owned = i
             owned[i] = in_owned
-            multiline = _track_multiline(line, multiline)
         if first_owned is None and lookup(before, keys) is not None:
             raise UserError(
                 f"{where} defines {dotted} without a [{dotted}] table "
@@ -526,19 +524,25 @@ def toml_set_keys(table: Sequence[str], values: Mapping[str, Any]) -> TextEdit:
     return apply
 
 
-def _table_span(lines: list[str], keys: tuple[str, ...]) -> tuple[int | None, int]:
-    """The index of the ``[KEYS]`` header line and the end of its body (next header or EOF)."""
-    start: int | None = None
+def _headers(lines: Sequence[str]) -> Iterator[tuple[int, tuple[str, ...]]]:
+    """Each table header line outside a multi-line string: its index and its key path."""
     multiline: str | None = None
     for i, line in enumerate(lines):
         if multiline is None:
             header = _header_path(line)
             if header is not None:
-                if start is not None:
-                    return start, i
-                if header == keys and _HEADER.match(line) and not line.lstrip().startswith("[["):
-                    start = i
+                yield i, header
         multiline = _track_multiline(line, multiline)
+
+
+def _table_span(lines: list[str], keys: tuple[str, ...]) -> tuple[int | None, int]:
+    """The index of the ``[KEYS]`` header line and the end of its body (next header or EOF)."""
+    start: int | None = None
+    for i, header in _headers(lines):
+        if start is not None:
+            return start, i
+        if header == keys and _HEADER.match(lines[i]) and not lines[i].lstrip().startswith("[["):
+            start = i
     return start, len(lines)
 
 
