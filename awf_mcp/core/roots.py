@@ -31,6 +31,7 @@ import logging
 import os
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
+from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -52,6 +53,11 @@ MAX_ROOTS = 256
 
 def _within(path: str, root: str) -> bool:
     return root == "/" or path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def root_uri(path: str) -> str:
+    """The ``file://`` URI of absolute ``path``, bytes percent-encoded; :func:`root_path` reads it back."""
+    return PurePosixPath(path).as_uri()
 
 
 def root_path(uri: Any) -> str | None:

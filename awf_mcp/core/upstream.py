@@ -98,7 +98,6 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
-from pathlib import PurePosixPath
 from typing import Any, Protocol
 
 import anyio
@@ -111,6 +110,7 @@ from awf_mcp.core.observability import (
     upstream_requests_of_call,
 )
 from awf_mcp.core.plugins import PluginRecord, ProviderTools
+from awf_mcp.core.roots import root_uri
 from awf_mcp.core.servers import ServerSpec, working_directory
 from awf_mcp.errors import PluginError
 from awf_mcp.ports import (
@@ -623,7 +623,7 @@ class UpstreamProvider:
             )
         if feature == "roots":
             self._roots_told = self.roots()
-            return {"roots": [{"uri": file_uri(root)} for root in self._roots_told]}
+            return {"roots": [{"uri": root_uri(root)} for root in self._roots_told]}
         if feature not in self.offer:
             raise UpstreamRequestRefused(
                 f"awf-mcp refused {method} from server '{name}': it did not advertise {feature} to this "
@@ -673,11 +673,6 @@ def _as_failure(exc: BaseException, spec: ServerSpec) -> UpstreamFailure:
         return exc
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return UpstreamFailure(spec.redact(f"{type(exc).__name__}: {text}" if text else type(exc).__name__))
-
-
-def file_uri(path: str) -> str:
-    """The ``file://`` URI of absolute ``path``."""
-    return PurePosixPath(path).as_uri()
 
 
 class _Question:
