@@ -24,7 +24,8 @@ Sections:
 * ``throughput``  sequential ``Read`` of a 2,000-line file: awf-mcp vs the Node reference
                   server (``@modelcontextprotocol/server-filesystem``, npm-installed into a temp
                   dir; skipped with a message without npm) vs the bare SDK floor (same text
-                  from memory); same client, same file, rounds interleaved. The floor taken
+                  from memory); same client, same file, three processes of each server
+                  (:data:`THROUGHPUT_PROCESSES`), rounds in a new order each time. The floor taken
                   apart: the same awf-mcp serves a plugin's two tools returning the text from
                   memory, on the event loop and (a fresh copy) in a worker thread;
 * ``concurrency`` 16 concurrent ``Bash`` ``sleep 1`` calls: total wall time;
@@ -58,6 +59,7 @@ import datetime as dt
 import json
 import os
 import platform
+import random
 import shutil
 import statistics
 import subprocess
@@ -388,6 +390,11 @@ MEMORY_TOOLS = {
 with the worker thread hand-off and a fresh string, as any file tool returns; Read adds the file."""
 
 
+THROUGHPUT_PROCESSES = 3
+"""Processes started of each server in ``throughput``: which CPU a process settles on, next to the
+client or not, moved one process's rate by up to 10 % here, so no ratio rests on one process."""
+
+
 def bench_throughput(setup: Setup, report: Report) -> None:
     expected = setup.read_path.read_text(encoding="utf-8")
     plugins = make_memory_plugin(setup.work.parent / "plugins-memory", setup.read_path)
@@ -399,38 +406,57 @@ def bench_throughput(setup: Setup, report: Report) -> None:
         ]
         if node is not None:
             variants.append(node)
-        rounds = 5
-        per_round = 60 if setup.quick else 300
-        conns: dict[str, Connection] = {}
+        processes = 2 if setup.quick else THROUGHPUT_PROCESSES
+        rounds = 3 if setup.quick else 6
+        per_round = 40 if setup.quick else 100
+        conns: dict[str, list[Connection]] = {}
         try:
             for variant in variants:
-                conn = conns.get("awf-mcp") if variant.key in MEMORY_TOOLS else None
-                if conn is None:  # the memory tools are served by the same awf-mcp process as Read
+                if variant.key in MEMORY_TOOLS:  # served by the same awf-mcp processes as Read
+                    conns[variant.key] = conns["awf-mcp"]
+                    continue
+                conns[variant.key] = []
+                for _ in range(processes):
                     conn = variant.spawn(cwd=str(setup.work))
+                    conns[variant.key].append(conn)
                     conn.handshake()
-                conns[variant.key] = conn
+            runs = [(variant, index) for variant in variants for index in range(processes)]
+            for variant, index in runs:
+                conn = conns[variant.key][index]
                 got = text_of(conn.call_tool(variant.read_tool, read_args(variant, setup)))
                 if got != expected:
                     raise ServerError(f"{variant.label} returned {len(got)} chars, expected {len(expected)}")
                 for _ in range(30):  # warm-up
                     conn.call_tool(variant.read_tool, read_args(variant, setup))
-            log(f"[throughput] {len(variants)} servers x {rounds} rounds x {per_round} calls")
-            rates: dict[str, list[float]] = {v.key: [] for v in variants}
+            log(
+                f"[throughput] {len(variants)} servers x {processes} processes x {rounds} rounds "
+                f"x {per_round} calls, in a new order each round"
+            )
+            rates: dict[tuple[str, int], list[float]] = {(v.key, i): [] for v, i in runs}
+            shuffle = random.Random(READ_LINES)
             for _ in range(rounds):
-                for variant in variants:
-                    conn = conns[variant.key]
+                for variant, index in shuffle.sample(runs, len(runs)):
+                    conn = conns[variant.key][index]
                     arguments = read_args(variant, setup)
                     started = time.perf_counter()
                     for _ in range(per_round):
                         conn.call_tool(variant.read_tool, arguments)
-                    rates[variant.key].append(per_round / (time.perf_counter() - started))
+                    rates[(variant.key, index)].append(per_round / (time.perf_counter() - started))
         finally:
-            for conn in set(conns.values()):
+            for conn in {id(c): c for group in conns.values() for c in group}.values():
                 conn.kill()
-    results = {key: {"median_calls_per_s": median(v), "rounds": v} for key, v in rates.items()}
+    results = {
+        v.key: {
+            "median_calls_per_s": median([r for i in range(processes) for r in rates[(v.key, i)]]),
+            "per_process_median": [median(rates[(v.key, i)]) for i in range(processes)],
+            "rounds": [rates[(v.key, i)] for i in range(processes)],
+        }
+        for v in variants
+    }
     report.details["throughput"] = {
         "file_lines": READ_LINES,
         "file_bytes": len(expected.encode()),
+        "processes_per_server": processes,
         "calls_per_round": per_round,
         **results,
     }
@@ -441,6 +467,10 @@ def bench_throughput(setup: Setup, report: Report) -> None:
             results[variant.key]["median_calls_per_s"],
             "calls/s",
         )
+    for key in ("awf-mcp", "bare SDK"):
+        slowest, fastest = min(results[key]["per_process_median"]), max(results[key]["per_process_median"])
+        spread = ratio(fastest, slowest)
+        report.row("throughput", f"{key}: fastest / slowest of its {processes} processes", spread, "x")
     awf_rate = results["awf-mcp"]["median_calls_per_s"]
     floor = results["bare SDK"]["median_calls_per_s"]
     node_rate = results["node"]["median_calls_per_s"] if node is not None else None
