@@ -122,11 +122,14 @@ def kept_command(
     ``pass_fds`` too.
     """
     if getattr(sys, "frozen", False):  # the one-file binary: its entry point dispatches KEEPER_COMMAND
-        # Its bootloader sits between us and the keeper, so the keeper cannot check its parent.
-        runner, parent = [sys.executable, KEEPER_COMMAND], 0
+        from awf_mcp.ops.childenv import reentry_environment
+
+        # Started with the bootloader's variables, it runs in place from this process's bundle:
+        # no second unpacking, and no second bootloader between this process and the keeper.
+        runner, env = [sys.executable, KEEPER_COMMAND], reentry_environment(env)
     else:
-        runner, parent = [sys.executable, "-I", "-S", os.path.abspath(__file__)], os.getpid()
-    keeper = [*runner, str(parent), str(-1 if cwd_fd is None else cwd_fd), repr(grace)]
+        runner = [sys.executable, "-I", "-S", os.path.abspath(__file__)]
+    keeper = [*runner, str(os.getpid()), str(-1 if cwd_fd is None else cwd_fd), repr(grace)]
     passed = {f"{KEEPER_ARGV}_{index}": argument for index, argument in enumerate(argv)}
     return keeper, {**env, KEEPER_ARGV: str(len(argv)), **passed}
 

@@ -156,6 +156,70 @@ async def test_bash_children_get_the_users_environment_not_the_bundles(
 
 
 @pytest.mark.anyio
+async def test_a_bash_call_does_not_unpack_the_bundle_again(home: dict[str, str], tmp_path: Path) -> None:
+    """The keeper is the binary started again: it runs from the server's own unpacked bundle."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**home, "TMPDIR": str(scratch)}
+    params = StdioServerParameters(command=BINARY, args=["serve", "--root", str(tmp_path)], env=env)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        result = await session.call_tool("Bash", {"command": 'ls -d "$TMPDIR"/_MEI*'})
+    assert not result.is_error, text_of(result)
+    unpacked = [line for line in text_of(result).splitlines() if "_MEI" in line]
+    assert len(unpacked) == 1, text_of(result)  # the server's; a keeper of its own would add one
+
+
+def parent_of(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", "rb") as stat_file:
+        return int(stat_file.read().rsplit(b")", 1)[1].split()[1])
+
+
+def test_sigkill_of_the_server_ends_the_bash_command_it_runs(home: dict[str, str], tmp_path: Path) -> None:
+    """No bootloader stands between the server and a Bash keeper, so the keeper's death signal fires."""
+    process = subprocess.Popen(
+        [BINARY, "serve", "--root", str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=home,
+        cwd=tmp_path,
+    )
+    command = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": "Bash", "arguments": {"command": "echo $$ > sleeper.pid; exec sleep 300"}},
+    }
+    sleeper = 0
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(initialize_frames() + json.dumps(command).encode() + b"\n")
+        process.stdin.flush()
+        for _ in range(2):
+            assert "result" in json.loads(process.stdout.readline())
+        pid_file = tmp_path / "sleeper.pid"
+        deadline = time.monotonic() + 30
+        while not (pid_file.exists() and pid_file.read_text().strip()):
+            assert time.monotonic() < deadline, "the Bash command did not start"
+            time.sleep(0.05)
+        sleeper = int(pid_file.read_text())
+        assert alive(sleeper)
+        (server,) = [pid for pid in children_of(process.pid) if parent_of(pid) == process.pid]
+        os.kill(server, signal.SIGKILL)  # the Python server under the bootloader, as the OOM killer would
+        deadline = time.monotonic() + 10
+        while alive(sleeper) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not alive(sleeper), "the Bash command outlived the server killed with SIGKILL"
+    finally:
+        if sleeper and alive(sleeper):
+            os.kill(sleeper, signal.SIGKILL)
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+
+
+@pytest.mark.anyio
 async def test_a_plugin_installed_for_the_binary_is_served(home: dict[str, str], tmp_path: Path) -> None:
     target = Path(home["AWF_MCP_PLUGIN_PATH"])
     install_echo(home, target)

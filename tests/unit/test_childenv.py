@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from awf_mcp.ops.childenv import child_environment
+import pytest
+
+from awf_mcp.ops.childenv import child_environment, reentry_environment
 
 BOOTLOADER_SET = {
     "LD_LIBRARY_PATH": "/tmp/_MEIabc",
@@ -28,3 +30,27 @@ def test_not_frozen_is_a_plain_copy() -> None:
     source = dict(BOOTLOADER_SET)
     env = child_environment(source, frozen=False)
     assert env == BOOTLOADER_SET and env is not source
+
+
+@pytest.mark.parametrize(
+    "command_env",
+    [
+        {"HOME": "/home/u", "LD_LIBRARY_PATH": "/opt/users/lib"},
+        {"HOME": "/home/u"},
+        {"HOME": "/home/u", "DYLD_LIBRARY_PATH": "/opt/mac", "LIBPATH": "/opt/aix"},
+    ],
+)
+def test_the_binary_started_again_gets_the_bootloaders_variables_and_hands_back_the_command_env(
+    command_env: dict[str, str],
+) -> None:
+    passed = reentry_environment(command_env, BOOTLOADER_SET, frozen=True)
+    assert passed["_PYI_APPLICATION_HOME_DIR"] == "/tmp/_MEIabc" and passed["_MEIPASS2"] == "/tmp/_MEIabc"
+    assert passed["LD_LIBRARY_PATH"] == "/tmp/_MEIabc"  # the bundle's libraries load in place
+    assert "/opt/lib" not in passed.values()  # the server's own user path is not the command's
+    assert child_environment(passed, frozen=True) == command_env
+
+
+def test_reentry_outside_a_frozen_binary_is_a_plain_copy() -> None:
+    command_env = {"HOME": "/home/u"}
+    passed = reentry_environment(command_env, BOOTLOADER_SET, frozen=False)
+    assert passed == command_env and passed is not command_env
