@@ -15,24 +15,26 @@ The public plugin API lives here:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import importlib
 
-from awf_mcp.hookspecs import hookimpl
-from awf_mcp.ports import (
-    AskUser,
-    CallContext,
-    PluginContext,
-    ToolAnnotations,
-    ToolContent,
-    ToolDefinition,
-    ToolError,
-    ToolProvider,
-    ToolResult,
-    current_call,
-)
-
+TYPE_CHECKING = False  # not typing's: importing typing would cost the keeper's start (see _HOMES)
 if TYPE_CHECKING:
+    from typing import Any
+
     from awf_mcp.authoring import tool
+    from awf_mcp.hookspecs import hookimpl
+    from awf_mcp.ports import (
+        AskUser,
+        CallContext,
+        PluginContext,
+        ToolAnnotations,
+        ToolContent,
+        ToolDefinition,
+        ToolError,
+        ToolProvider,
+        ToolResult,
+        current_call,
+    )
 
 __version__ = "0.1.0"
 
@@ -52,10 +54,33 @@ __all__ = [
     "tool",
 ]
 
+_HOMES = {
+    "tool": "awf_mcp.authoring",
+    "hookimpl": "awf_mcp.hookspecs",
+    **dict.fromkeys(
+        [
+            "AskUser",
+            "CallContext",
+            "PluginContext",
+            "ToolAnnotations",
+            "ToolContent",
+            "ToolDefinition",
+            "ToolError",
+            "ToolProvider",
+            "ToolResult",
+            "current_call",
+        ],
+        "awf_mcp.ports",
+    ),
+}
+"""Where each public name is defined. It is imported on first use, so importing a submodule
+(the Bash keeper imports one per command) does not load pluggy and the plugin API with it."""
+
 
 def __getattr__(name: str) -> Any:
-    if name == "tool":
-        from awf_mcp.authoring import tool
-
-        return tool
-    raise AttributeError(f"module 'awf_mcp' has no attribute {name!r}")
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'awf_mcp' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value

@@ -107,16 +107,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point: ``serve`` here, every other command through Typer."""
     follow_the_bootloader()
     args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] == ["__awf_mcp_keeper__"]:  # the one-file binary running a Bash keeper
-        from awf_mcp.ops.childenv import child_environment
-        from awf_mcp.ops.children import main as keep
-
-        # This process's bootloader pointed the library path at the bundle again: the command
-        # the keeper runs gets the user's environment, as every child does.
-        user_environment = child_environment()
-        os.environ.clear()
-        os.environ.update(user_environment)
-        keep(args[1:])
     try:
         if args[:1] == ["serve"]:
             serve(args[1:])

@@ -315,6 +315,20 @@ def keep(parent: int, cwd_fd: int, grace: float, argv: list[str]) -> int:
     return os.waitstatus_to_exitcode(status)
 
 
+def run_frozen_keeper(args: list[str]) -> None:
+    """:func:`main` in the one-file binary (``awf-mcp __awf_mcp_keeper__ ARGS``; see ``awf_mcp/__main__.py``).
+
+    The keeper was started with the bootloader's variables (``childenv.reentry_environment``):
+    the command gets the user's environment back, as every child does.
+    """
+    from awf_mcp.ops.childenv import child_environment
+
+    user_environment = child_environment()
+    os.environ.clear()
+    os.environ.update(user_environment)
+    main(args)
+
+
 def main(args: list[str]) -> None:
     """``children.py PARENT_PID CWD_FD GRACE`` with the command in ``$AWF_MCP_KEEPER_ARGV``."""
     if len(args) != 3 or not os.environ.get(KEEPER_ARGV):
