@@ -54,25 +54,8 @@ __all__ = [
     "tool",
 ]
 
-_HOMES = {
-    "tool": "awf_mcp.authoring",
-    "hookimpl": "awf_mcp.hookspecs",
-    **dict.fromkeys(
-        [
-            "AskUser",
-            "CallContext",
-            "PluginContext",
-            "ToolAnnotations",
-            "ToolContent",
-            "ToolDefinition",
-            "ToolError",
-            "ToolProvider",
-            "ToolResult",
-            "current_call",
-        ],
-        "awf_mcp.ports",
-    ),
-}
+_NOT_IN_PORTS = {"tool": "awf_mcp.authoring", "hookimpl": "awf_mcp.hookspecs"}
+_HOMES = {name: _NOT_IN_PORTS.get(name, "awf_mcp.ports") for name in __all__ if name != "__version__"}
 """Where each public name is defined. It is imported on first use, so importing a submodule
 (the Bash keeper imports one per command) does not load pluggy and the plugin API with it."""
 
