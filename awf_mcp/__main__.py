@@ -1,8 +1,9 @@
 """``python -m awf_mcp``: the same command line as ``awf-mcp``; the one-file binary's entry.
 
 The one-file binary also runs each Bash keeper (``awf_mcp.ops.children``) as itself with
-the hidden first argument ``__awf_mcp_keeper__``. That is dispatched here, before the CLI is
-imported: a keeper starts once per command and needs nothing but its own module.
+the hidden first argument ``__awf_mcp_keeper__`` (``children.KEEPER_COMMAND``). That is
+dispatched here, before the CLI is imported: a keeper starts once per command and needs
+nothing but its own module.
 """
 
 import sys
