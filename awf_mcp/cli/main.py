@@ -31,6 +31,7 @@ def exit_now_if_threads_linger(code: int) -> None:
     """Exit at once when an abandoned worker thread (a hung tool) would hold the process open."""
     if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
         sys.stderr.flush()
+        remove_the_bundle_if_orphaned()  # os._exit runs no atexit handler
         os._exit(code)
 
 
@@ -89,18 +90,43 @@ def follow_the_bootloader() -> bool:
     real server running, orphaned (a stdio server notices EOF and exits, an HTTP server
     would serve on). ``PR_SET_PDEATHSIG`` has the kernel send SIGTERM instead, which
     shuts the server down cleanly.
+
+    The bootloader also removes the unpacked bundle (50 MB in the temporary directory)
+    once this process has exited. Killed, it cannot: then this process removes it as it
+    exits (:func:`remove_the_bundle_if_orphaned`, registered with :mod:`atexit`).
     """
     bundle = getattr(sys, "_MEIPASS", None)
     if not sys.platform.startswith("linux") or not getattr(sys, "frozen", False) or bundle is None:
         return False
     if Path(bundle).resolve().is_relative_to(Path(sys.executable).resolve().parent):
         return False  # the one-directory build: a single process, nothing to follow
+    import atexit
     import ctypes
     import signal
 
     pr_set_pdeathsig = 1
     ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+    _unpacked.update(bundle=bundle, bootloader=os.getppid())
+    atexit.register(remove_the_bundle_if_orphaned)
     return True
+
+
+_unpacked: dict[str, Any] = {}
+"""The one-file binary's unpacked bundle and the bootloader that owns it (see follow_the_bootloader)."""
+
+
+def remove_the_bundle_if_orphaned() -> None:
+    """At exit: remove the unpacked bundle when its bootloader has died, as nobody else will.
+
+    While the bootloader lives, this process is its child and it removes the bundle itself.
+    Only a directory named as the bootloader names them (``_MEI...``) is ever removed.
+    """
+    bundle, bootloader = _unpacked.get("bundle"), _unpacked.get("bootloader")
+    if bundle is None or os.getppid() == bootloader or not Path(bundle).name.startswith("_MEI"):
+        return
+    import shutil
+
+    shutil.rmtree(bundle, ignore_errors=True)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -369,6 +369,30 @@ def test_sigkill_of_the_process_a_client_started_leaves_no_server_behind(
             process.wait()
 
 
+def test_sigkill_of_the_bootloader_leaves_no_unpacked_bundle_behind(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    """The bootloader removes the 50 MB it unpacked; killed, it cannot, so the server does."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    process = start_raw({**home, "TMPDIR": str(scratch)}, tmp_path)  # stdin stays open: no EOF
+    try:
+        assert [entry.name[:4] for entry in scratch.iterdir()] == ["_MEI"]
+        servers = [pid for pid in children_of(process.pid) if parent_of(pid) == process.pid]
+        assert servers, "no server process under the bootloader"
+        process.kill()
+        process.wait()
+        deadline = time.monotonic() + 10
+        while (any(alive(pid) for pid in servers) or list(scratch.iterdir())) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(alive(pid) for pid in servers), f"left running: {servers}"
+        assert list(scratch.iterdir()) == []
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
