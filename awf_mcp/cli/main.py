@@ -106,27 +106,27 @@ def follow_the_bootloader() -> bool:
 
     pr_set_pdeathsig = 1
     ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
-    _unpacked.update(bundle=bundle, bootloader=os.getppid())
-    atexit.register(remove_the_bundle_if_orphaned)
+    if Path(bundle).name.startswith("_MEI"):  # only a directory named as the bootloader names them
+        global _unpacked
+        _unpacked = (bundle, os.getppid())
+        atexit.register(remove_the_bundle_if_orphaned)
     return True
 
 
-_unpacked: dict[str, Any] = {}
-"""The one-file binary's unpacked bundle and the bootloader that owns it (see follow_the_bootloader)."""
+_unpacked: tuple[str, int] | None = None
+"""The one-file binary's unpacked bundle and the pid of the bootloader that owns it."""
 
 
 def remove_the_bundle_if_orphaned() -> None:
     """At exit: remove the unpacked bundle when its bootloader has died, as nobody else will.
 
     While the bootloader lives, this process is its child and it removes the bundle itself.
-    Only a directory named as the bootloader names them (``_MEI...``) is ever removed.
     """
-    bundle, bootloader = _unpacked.get("bundle"), _unpacked.get("bootloader")
-    if bundle is None or os.getppid() == bootloader or not Path(bundle).name.startswith("_MEI"):
+    if _unpacked is None or os.getppid() == _unpacked[1]:
         return
     import shutil
 
-    shutil.rmtree(bundle, ignore_errors=True)
+    shutil.rmtree(_unpacked[0], ignore_errors=True)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -24,7 +24,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 import awf_mcp
-from tests.helpers.harness import alive, children_of, text_of
+from tests.helpers.harness import alive, children_of, parent_of, text_of
 
 BINARY = os.environ.get("AWF_MCP_BINARY", "")
 REPO = Path(__file__).resolve().parents[2]
@@ -168,11 +168,6 @@ async def test_a_bash_call_does_not_unpack_the_bundle_again(home: dict[str, str]
     assert not result.is_error, text_of(result)
     unpacked = [line for line in text_of(result).splitlines() if "_MEI" in line]
     assert len(unpacked) == 1, text_of(result)  # the server's; a keeper of its own would add one
-
-
-def parent_of(pid: int) -> int:
-    with open(f"/proc/{pid}/stat", "rb") as stat_file:
-        return int(stat_file.read().rsplit(b")", 1)[1].split()[1])
 
 
 def test_sigkill_of_the_server_ends_the_bash_command_it_runs(home: dict[str, str], tmp_path: Path) -> None:

@@ -258,6 +258,12 @@ def _stat_fields(pid: int) -> list[str] | None:
         return None
 
 
+def parent_of(pid: int) -> int | None:
+    """The parent of process ``pid``; ``None`` once it is gone."""
+    fields = _stat_fields(pid)
+    return None if fields is None else int(fields[1])
+
+
 def alive(pid: int) -> bool:
     """True while process ``pid`` exists and is not a zombie."""
     fields = _stat_fields(pid)
