@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from importlib import metadata
@@ -50,6 +51,22 @@ def dirs(tmp_path: Path) -> tuple[Path, Path]:
     project.mkdir()
     home.mkdir()
     return project, home
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The user's state directory (approvals, pins, ledgers) is the test session's own.
+
+    Every server the tests start inherits it, so no test reads or changes the real
+    user's approvals, and none depends on what an earlier run recorded.
+    """
+    saved = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
+    yield
+    if saved is None:
+        os.environ.pop("XDG_STATE_HOME", None)
+    else:
+        os.environ["XDG_STATE_HOME"] = saved
 
 
 @pytest.fixture(autouse=True)
