@@ -17,6 +17,7 @@ without importing this module: start-up time is paid by every agent session.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
@@ -27,6 +28,7 @@ from awf_mcp import __version__
 from awf_mcp.cli.doctor import doctor_command
 from awf_mcp.cli.options import SERVE_DESCRIPTION, with_options
 from awf_mcp.cli.servers import servers_app
+from awf_mcp.cli.trust import approve_at_users_command, trust_command
 from awf_mcp.core.config import ServeOptions
 from awf_mcp.errors import UserError
 from awf_mcp.ports import MAX_TOOL_NAME_LENGTH, client_tool_name
@@ -44,6 +46,7 @@ app.add_typer(tools_app, name="tools")
 app.add_typer(plugins_app, name="plugins")
 app.add_typer(servers_app, name="servers")
 app.command("doctor")(doctor_command)
+app.command("trust")(trust_command)
 
 T = TypeVar("T")
 
@@ -266,6 +269,11 @@ def client_config(
     if restore_native:
         print(clientconfig.restore_native_tools(client, scope=scope), end="")
         return
+
+    if write and options.config:
+        from pathlib import Path
+
+        approve_at_users_command(Path(os.path.abspath(os.path.expanduser(options.config))))
 
     # The tools the entry would serve, so that --trust read-only names the right ones.
     async def served(rt: Any) -> list[tuple[str, bool]]:

@@ -250,7 +250,7 @@ def _count(number: int, noun: str) -> str:
 
 
 async def check_configuration(ctx: Context) -> list[Finding]:
-    """The settings load as ``serve`` loads them."""
+    """The settings load as ``serve`` loads them; a project's config file not approved is said."""
     path = ctx.config_file()
     where = str(path) if path else f"defaults (no {ctx.cwd / 'awf-mcp.toml'})"
     if ctx.settings_error:
@@ -263,6 +263,13 @@ async def check_configuration(ctx: Context) -> list[Finding]:
                 "fix the file or option it names; plugins, servers, tools and roots were not checked",
                 {"path": str(path) if path else None},
             )
+        ]
+    ignored = ctx.settings.ignored_config if ctx.settings else None
+    if ignored is not None:
+        detail = f"not used: {ignored.verdict.reason}; it would: {'; '.join(ignored.would) or 'nothing'}"
+        data = {"path": str(ignored.path), "approval": ignored.verdict.state, "would": list(ignored.would)}
+        return [
+            Finding("configuration", WARNING, where, detail, f"to review and approve it: {ignored.fix}", data)
         ]
     return [
         Finding("configuration", OK, where, "the settings load", data={"path": str(path) if path else None})
@@ -343,14 +350,37 @@ def _unstartable(found: _Entry, ctx: Context) -> Finding | None:
         detail = f"its command {argv[0]} does not exist or is not executable"
         fix = f"point it at this awf-mcp: {found.rewrite()}"
         return found.finding(ERROR, detail, fix, command=argv, env=server.env_keys)
-    if "project" in found.file.scopes and not _installed_awf_mcp(argv, resolved, ctx.cwd):
+    if "project" not in found.file.scopes or _approved(found.file.path):
+        return None
+    fix = (
+        f"if you trust this project: awf-mcp trust {shlex.quote(str(found.file.path))}; or: {found.rewrite()}"
+    )
+    if not _installed_awf_mcp(argv, resolved, ctx.cwd):
         detail = (
             "not started: a project's file may come with a cloned repository, so doctor starts a project "
             "entry only when its command is an awf-mcp installed outside the project"
         )
-        fix = f"if you trust this project, run `{shlex.join(argv)}` yourself; or: {found.rewrite()}"
+        return found.finding(WARNING, detail, fix, command=argv, env=server.env_keys)
+    if server.env:
+        detail = (
+            f"not started: it sets env ({', '.join(server.env_keys)}), which can make any program run the "
+            "project's code (PYTHONPATH, LD_PRELOAD, plugin directories), and the project's file is not "
+            "approved"
+        )
         return found.finding(WARNING, detail, fix, command=argv, env=server.env_keys)
     return None
+
+
+def _approved(path: Path) -> bool:
+    """True when the user approved PATH's current content (``awf-mcp trust PATH``)."""
+    from awf_mcp.core import trust
+    from awf_mcp.errors import AwfError
+
+    try:
+        raw = trust.read_bounded(path)
+    except AwfError:
+        return False
+    return trust.verdict(path, raw, named=False, cwd=path.parent).state == "approved"
 
 
 def _installed_awf_mcp(argv: Sequence[str], resolved: str, project: Path) -> bool:

@@ -10,30 +10,32 @@ A server shows as ``running`` (with its tools, under their served names), ``fail
 key only, ``args`` and ``url`` as written in the file, before ``${VAR}`` expansion.
 
 ``--json`` prints ``{"servers": [{"name", "transport", "enabled", "state", "reason",
-"tools", "command", "args", "env", "cwd" | "url", "headers"}]}``.
+"tools", "command", "args", "env", "cwd" | "url", "headers"}]}``, plus ``"ignored_config":
+{"path", "approval", "would", "fix"}`` when a project's config file was not used because the
+user has not approved it (:mod:`awf_mcp.core.trust`).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from typing import Annotated, Any
 
 import typer
 
 from awf_mcp.cli.options import with_options
-from awf_mcp.core.config import ServeOptions
+from awf_mcp.core.config import ServeOptions, Settings
 
 servers_app = typer.Typer(help="Inspect the upstream MCP servers awf-mcp serves.", no_args_is_help=True)
 
 
-def _states(options: ServeOptions) -> list[dict[str, Any]]:
+def _states(settings: Settings) -> list[dict[str, Any]]:
     import anyio
 
     from awf_mcp.cli import runtime
-    from awf_mcp.core import config
     from awf_mcp.core.servers import ServerSpec
 
-    settings = config.load(options)
     specs: dict[str, ServerSpec] = {spec.name: spec for spec in settings.servers}
 
     async def collect() -> list[dict[str, Any]]:
@@ -62,15 +64,31 @@ def servers_list(
     options: ServeOptions,
 ) -> None:
     """Start each configured server, show its state and tools, and stop it."""
+    from awf_mcp.core import config
     from awf_mcp.core.observability import configure_logging
 
     configure_logging("ERROR")
-    rows = _states(options)
+    settings = config.load(options)
+    rows = _states(settings)
+    ignored = settings.ignored_config
     if json_output:
-        print(json.dumps({"servers": rows}, indent=2))
+        shown: dict[str, Any] = {"servers": rows}
+        if ignored is not None:
+            shown["ignored_config"] = {
+                "path": str(ignored.path),
+                "approval": ignored.verdict.state,
+                "would": list(ignored.would),
+                "fix": ignored.fix,
+            }
+        print(json.dumps(shown, indent=2))
         return
     if not rows:
-        print("no servers configured: add [servers.NAME] tables to awf-mcp.toml (see docs/upstreams.md)")
+        if ignored is None:
+            print("no servers configured: add [servers.NAME] tables to awf-mcp.toml (see docs/upstreams.md)")
+        else:
+            print(
+                f"no servers started: {ignored.path} is not approved; to review and approve it: {ignored.fix}"
+            )
         return
     from rich.console import Console
     from rich.table import Table
@@ -105,6 +123,22 @@ def servers_import(
     """Copy an agent's MCP servers into awf-mcp.toml (print only, unless --write)."""
     from pathlib import Path
 
+    from awf_mcp.cli.trust import approve_at_users_command
+    from awf_mcp.core import trust
+    from awf_mcp.core.config import DEFAULT_CONFIG_NAME
     from awf_mcp.ops.serverimport import import_servers
 
+    target = Path(os.path.abspath(os.path.expanduser(config))) if config else Path.cwd() / DEFAULT_CONFIG_NAME
+    # A file that was the project's and unapproved stays so: appending to it approves nothing.
+    before = trust.read_bounded(target) if target.is_file() else None
+    trusted_before = before is None or trust.verdict(target, before, named=True, cwd=Path.cwd()).trusted
     print(import_servers(client, write=write, scope=scope, config=Path(config) if config else None))
+    if write and target.is_file():
+        if trusted_before:
+            approve_at_users_command(target)
+        else:
+            print(
+                f"awf-mcp: {target} was not approved before this import, so it still is not; "
+                f"review it with: awf-mcp trust {target}",
+                file=sys.stderr,
+            )

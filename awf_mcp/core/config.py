@@ -24,14 +24,17 @@ over the file.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import shlex
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from awf_mcp.budget import MAX_BUDGET, MIN_BUDGET
-from awf_mcp.core import servers
+from awf_mcp.core import servers, trust
 from awf_mcp.core.servers import ServerSpec
 from awf_mcp.errors import ConfigError
 from awf_mcp.ports import plugin_setting_variable
@@ -100,6 +103,8 @@ class Settings:
     call_timeout_seconds: float = DEFAULT_CALL_TIMEOUT_SECONDS
     output_budget: int | None = None
     servers: tuple[ServerSpec, ...] = ()
+    ignored_config: IgnoredConfig | None = None
+    """The config file found but not used (:mod:`awf_mcp.core.trust`), if any."""
 
     def settings_for(self, plugin: str) -> dict[str, Any]:
         """Plugin ``plugin``'s settings: its config table, overridden by its environment variables."""
@@ -115,11 +120,11 @@ def _fail(message: str, code: str) -> ConfigError:
     return ConfigError(message, code=f"{PROXY_CODE}.{code}")
 
 
-def _read_file(path: Path) -> dict[str, Any]:
+def _decode(path: Path, raw: bytes) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {path} is not UTF-8 text") from None
     if path.suffix == ".toml":
         import tomllib
 
@@ -176,9 +181,9 @@ def checked_budget(value: Any, where: str) -> int:
     return value
 
 
-def parse_file(path: Path) -> dict[str, Any]:
-    """Read and validate a config file; returns :class:`Settings` fields it sets."""
-    data = _read_file(path)
+def parse_file(path: Path, raw: bytes | None = None) -> dict[str, Any]:
+    """Validate a config file (RAW: its bytes, already read); returns the :class:`Settings` fields it sets."""
+    data = _decode(path, trust.read_bounded(path) if raw is None else raw)
     unknown = sorted(set(data) - _PROXY_KEYS - _EXTENDED_KEYS - _SERVER_KEYS)
     if unknown:
         allowed = ", ".join(sorted(_PROXY_KEYS | _EXTENDED_KEYS | _SERVER_KEYS))
@@ -236,20 +241,111 @@ def parse_file(path: Path) -> dict[str, Any]:
     return fields
 
 
+def describe(fields: Mapping[str, Any]) -> list[str]:
+    """What a parsed config file (:func:`parse_file`'s fields) would do, one phrase each, most
+    dangerous first: the commands it starts and the hosts it connects to, then what it widens."""
+    lines: list[str] = []
+    for spec in fields.get("servers", ()):
+        if not spec.enabled:
+            continue
+        env = f" (env: {', '.join(sorted(spec.env))})" if spec.env else ""
+        if spec.url:
+            lines.append(f"connect to server {spec.name} at {spec.written_url}{env}")
+        else:
+            lines.append(f"start server {spec.name}: {shlex.join([spec.command, *spec.written_args])}{env}")
+    if fields.get("roots"):
+        lines.append(f"confine the tools to {', '.join(fields['roots'])}")
+    if fields.get("builtins") is False:
+        lines.append("turn the built-in tools off")
+    for key in ("only", "exclude"):
+        if fields.get(key):
+            lines.append(f"{key} {', '.join(fields[key])}")
+    if fields.get("renames"):
+        lines.append(f"rename {', '.join(f'{a} to {b}' for a, b in sorted(fields['renames'].items()))}")
+    for name, table in sorted(fields.get("plugin_settings", {}).items()):
+        lines.append(f"set plugin {name}'s {', '.join(sorted(table))}")
+    if fields.get("plugin_tools"):
+        lines.append(f"expose plugin tools of {', '.join(sel.plugin for sel in fields['plugin_tools'])}")
+    return lines
+
+
+@dataclass(frozen=True, slots=True)
+class IgnoredConfig:
+    """A config file that was found but not used, because the user has not approved it."""
+
+    verdict: trust.Verdict
+    would: tuple[str, ...]
+    """What it would do (:func:`describe`), or why it could not even be read."""
+
+    @property
+    def path(self) -> Path:
+        return self.verdict.path
+
+    @property
+    def fix(self) -> str:
+        return f"awf-mcp trust {shlex.quote(str(self.path))}"
+
+    @property
+    def notice(self) -> str:
+        """One sentence: what was ignored, why, and the command that approves it."""
+        would = "; ".join(self.would[:3]) + ("; ..." if len(self.would) > 3 else "")
+        what = f" (it would {would})" if would else ""
+        return (
+            f"ignoring {self.path}{what}: {self.verdict.reason}. Only the built-in tools are served, "
+            f"in the working directory. To review and approve it: {self.fix}"
+        )
+
+
+_noticed: set[str] = set()
+
+
+def _notice_once(ignored: IgnoredConfig) -> None:
+    """Say once per process, on stderr, that a config file was ignored."""
+    key = f"{ignored.path}\0{ignored.verdict.sha256}"
+    if key in _noticed:
+        return
+    _noticed.add(key)
+    log = logging.getLogger("awf_mcp")
+    if log.isEnabledFor(logging.WARNING):
+        log.warning("%s", ignored.notice)
+    else:  # a command that keeps its own log quiet still says this
+        print(f"awf-mcp: warning: {ignored.notice}", file=sys.stderr)
+
+
+def find_config(options: ServeOptions, workdir: Path) -> tuple[Path, bool] | None:
+    """The config file ``load`` reads, and whether it was named (``--config``) rather than found."""
+    if options.config:
+        return workdir / os.path.expanduser(options.config), True
+    found = workdir / DEFAULT_CONFIG_NAME
+    return (found, False) if found.is_file() else None
+
+
 def load(options: ServeOptions | None = None, *, cwd: str | None = None) -> Settings:
     """Merge the config file (``options.config``, else ``./awf-mcp.toml`` if present) with the flags.
 
     Flags win over the file; ``only`` and ``exclude`` add to the file's lists. Relative
     paths on the command line are relative to ``cwd`` (default: the working directory).
+    A file that is not the user's own and not approved (:mod:`awf_mcp.core.trust`) is not
+    used at all: it is described in :attr:`Settings.ignored_config` and on stderr, once.
     """
     workdir = Path(cwd or os.getcwd())
     settings = Settings()
     options = options or ServeOptions()
-    path: Path | None = Path(options.config) if options.config else None
-    if path is None and (workdir / DEFAULT_CONFIG_NAME).is_file():
-        path = workdir / DEFAULT_CONFIG_NAME
-    if path is not None:
-        settings = replace(settings, **parse_file(path))
+    config_file = find_config(options, workdir)
+    if config_file is not None:
+        path, named = config_file
+        raw = trust.read_bounded(path)
+        verdict = trust.verdict(path, raw, named=named, cwd=workdir)
+        if verdict.trusted:
+            settings = replace(settings, **parse_file(path, raw))
+        else:
+            try:
+                would = tuple(describe(parse_file(path, raw)))
+            except ConfigError as exc:
+                would = (f"not even load: {exc}",)
+            ignored = IgnoredConfig(verdict, would)
+            settings = replace(settings, ignored_config=ignored)
+            _notice_once(ignored)
 
     overrides: dict[str, Any] = {}
     if options.roots:

@@ -113,6 +113,11 @@ class ServerSpec:
         return shown
 
 
+def variables_in(text: str) -> list[str]:
+    """The environment variables that ``${VAR}`` references in TEXT would read, sorted."""
+    return sorted({match.group(1) for match in _VARIABLE.finditer(text)})
+
+
 def _expand(text: str, secrets: set[str], missing: list[str], environ: Mapping[str, str]) -> str:
     def substitute(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)

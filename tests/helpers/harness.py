@@ -41,6 +41,18 @@ def server_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "awf_mcp", *args]
 
 
+def approved(path: str | Path) -> str:
+    """Approve PATH's current content, as ``awf-mcp trust PATH`` does; return it as a string.
+
+    A config file inside the directory a server runs in is the project's: unapproved, it
+    is ignored. Tests that write one for the server to use approve it, as a user would.
+    """
+    from awf_mcp.core import trust
+
+    trust.approve(Path(path), Path(path).read_bytes())
+    return str(path)
+
+
 def server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for a server subprocess: this one, plus ``extra``."""
     env = dict(os.environ)
