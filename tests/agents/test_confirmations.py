@@ -16,6 +16,8 @@ In every case but the hook's yes, ``made.txt`` is never created.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -41,6 +43,10 @@ SERVE = ("--only", "Bash")
 def ask_about_touch(ws: Workspace, model: FakeModel) -> Path:
     (ws.project / "awf-mcp.toml").write_text(
         "[plugins.guard]\nask_bash = ['\\btouch\\b']\n", encoding="utf-8"
+    )
+    # The project's file is inert until the user approves it, as they would once.
+    subprocess.run(
+        [sys.executable, "-m", "awf_mcp", "trust", "--yes"], cwd=ws.project, env=ws.base_env(), check=True
     )
     model.scenario = Scenario(tool="Bash", arguments={"command": "touch made.txt"})
     return ws.project / "made.txt"

@@ -34,7 +34,15 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import METHOD_NOT_FOUND, ToolListChangedNotification
 
 from awf_mcp.wire.server import LISTEN_LIMIT
-from tests.helpers.harness import RawServer, mcp_session, server_command, server_env, text_of, wait_until
+from tests.helpers.harness import (
+    RawServer,
+    mcp_session,
+    server_command,
+    server_env,
+    text_of,
+    wait_until,
+    write_approved,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -51,9 +59,8 @@ ENVELOPE = {
 
 def changing_config(directory: Path) -> str:
     """An ``awf-mcp.toml`` serving the changing upstream as ``chg``."""
-    path = directory / "awf-mcp.toml"
-    path.write_text(f'[servers.chg]\ncommand = "{sys.executable}"\nargs = ["{CHANGING}"]\n')
-    return str(path)
+    text = f'[servers.chg]\ncommand = "{sys.executable}"\nargs = ["{CHANGING}"]\n'
+    return str(write_approved(directory / "awf-mcp.toml", text))
 
 
 async def names(session: ClientSession) -> set[str]:

@@ -45,6 +45,7 @@ from tests.helpers.harness import (
     server_env,
     text_of,
     wait_until,
+    write_approved,
 )
 
 pytestmark = pytest.mark.e2e
@@ -95,9 +96,8 @@ def node_server(name: str, package: str, **extra: Any) -> str:
 
 
 def write_config(directory: Path, *tables: str) -> str:
-    path = directory / "awf-mcp.toml"
-    path.write_text("\n".join(tables))
-    return str(path)
+    """``DIRECTORY/awf-mcp.toml`` holding TABLES, approved as the user would approve it."""
+    return str(write_approved(directory / "awf-mcp.toml", "\n".join(tables)))
 
 
 @pytest.fixture

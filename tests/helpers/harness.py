@@ -53,6 +53,13 @@ def approved(path: str | Path) -> str:
     return str(path)
 
 
+def write_approved(path: Path, text: str, encoding: str = "utf-8") -> Path:
+    """Write TEXT to the config file PATH and approve it (:func:`approved`)."""
+    path.write_text(text, encoding=encoding)
+    approved(path)
+    return path
+
+
 def server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for a server subprocess: this one, plus ``extra``."""
     env = dict(os.environ)

@@ -9,11 +9,11 @@ import pytest
 
 from awf_mcp.core.config import ServeOptions, load
 from awf_mcp.errors import ConfigError
+from tests.helpers.harness import write_approved
 
 
 def write(path: Path, data: object) -> Path:
-    path.write_text(json.dumps(data) if path.suffix == ".json" else str(data), encoding="utf-8")
-    return path
+    return write_approved(path, json.dumps(data) if path.suffix == ".json" else str(data))
 
 
 def test_defaults_serve_the_builtins_from_the_working_directory(tmp_path: Path) -> None:
@@ -58,7 +58,7 @@ def test_proxy_validation_codes(tmp_path: Path, data: object, code: str) -> None
 
 def test_invalid_json_names_the_line(tmp_path: Path) -> None:
     config = tmp_path / "bad.json"
-    config.write_text('{"intercept_builtins": true,\n oops}', encoding="utf-8")
+    write_approved(config, '{"intercept_builtins": true,\n oops}')
     with pytest.raises(ConfigError, match="not valid JSON \\(line 2"):
         load(ServeOptions(config=str(config)), cwd=str(tmp_path))
 
@@ -69,7 +69,8 @@ def test_missing_config_file_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_toml_is_found_in_the_working_directory(tmp_path: Path) -> None:
-    (tmp_path / "awf-mcp.toml").write_text(
+    write_approved(
+        tmp_path / "awf-mcp.toml",
         'exclude = ["Bash"]\ncall_timeout_seconds = 5\n[rename]\nRead = "ReadFile"\n'
         '[plugins.sqlite]\ndatabase = "app.db"\n',
         encoding="utf-8",
@@ -82,15 +83,15 @@ def test_toml_is_found_in_the_working_directory(tmp_path: Path) -> None:
 
 
 def test_environment_overrides_plugin_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "awf-mcp.toml").write_text(
-        '[plugins.sqlite]\ndatabase = "a.db"\nrows = 5\n', encoding="utf-8"
+    write_approved(
+        tmp_path / "awf-mcp.toml", '[plugins.sqlite]\ndatabase = "a.db"\nrows = 5\n', encoding="utf-8"
     )
     monkeypatch.setenv("AWF_MCP_PLUGIN_SQLITE_DATABASE", "b.db")
     assert load(cwd=str(tmp_path)).settings_for("sqlite") == {"database": "b.db", "rows": 5}
 
 
 def test_invalid_toml_is_a_clear_error(tmp_path: Path) -> None:
-    (tmp_path / "awf-mcp.toml").write_text("exclude = [", encoding="utf-8")
+    write_approved(tmp_path / "awf-mcp.toml", "exclude = [", encoding="utf-8")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load(cwd=str(tmp_path))
 
@@ -115,6 +116,6 @@ def test_a_root_that_does_not_exist_is_refused(tmp_path: Path) -> None:
     ['strict = "yes"', "call_timeout_seconds = -1", "only = [1]", 'rename = "x"', "plugins = { a = 1 }"],
 )
 def test_wrongly_typed_toml_values_are_refused(tmp_path: Path, text: str) -> None:
-    (tmp_path / "awf-mcp.toml").write_text(text + "\n", encoding="utf-8")
+    write_approved(tmp_path / "awf-mcp.toml", text + "\n", encoding="utf-8")
     with pytest.raises(ConfigError):
         load(cwd=str(tmp_path))

@@ -25,7 +25,7 @@ from awf_mcp.core.config import ServeOptions
 from awf_mcp.errors import UserError
 from awf_mcp.ops import clientconfig
 from tests.helpers.distributions import make_distribution, provider_plugin
-from tests.helpers.harness import server_command
+from tests.helpers.harness import server_command, write_approved
 
 pytestmark = pytest.mark.anyio
 
@@ -263,8 +263,7 @@ async def test_a_broken_plugin_is_an_error_with_its_reason_and_the_others_load(
 
 
 async def test_a_name_clash_says_serve_would_not_start(tmp_path: Path) -> None:
-    config = tmp_path / "awf-mcp.toml"
-    config.write_text('[rename]\n"Glob" = "Read"\n')
+    config = write_approved(tmp_path / "awf-mcp.toml", '[rename]\n"Glob" = "Read"\n')
     ctx = context(tmp_path, options=ServeOptions(config=str(config)))
     [finding] = await doctor.check_tools(ctx)
     await ctx.close()
@@ -272,12 +271,12 @@ async def test_a_name_clash_says_serve_would_not_start(tmp_path: Path) -> None:
 
 
 async def test_upstream_servers_are_started_and_reported(tmp_path: Path) -> None:
-    config = tmp_path / "awf-mcp.toml"
     python, script = json.dumps(sys.executable), json.dumps(str(UPSTREAM))
-    config.write_text(
+    config = write_approved(
+        tmp_path / "awf-mcp.toml",
         f"[servers.good]\ncommand = {python}\nargs = [{script}, 'good']\n"
         f"[servers.dead]\ncommand = {python}\nargs = [{script}, 'exit']\n"
-        "[servers.off]\ncommand = 'nothing'\nenabled = false\n"
+        "[servers.off]\ncommand = 'nothing'\nenabled = false\n",
     )
     ctx = context(tmp_path, options=ServeOptions(config=str(config)))
     report = await run_checks(ctx, [doctor.check_servers])

@@ -10,12 +10,14 @@ import pytest
 from awf_mcp.core.config import ServeOptions, load
 from awf_mcp.core.servers import DEFAULT_STARTUP_TIMEOUT_SECONDS, parse, parse_one
 from awf_mcp.errors import ConfigError
+from tests.helpers.harness import write_approved
 
 ENV = {"TOKEN": "tok-123456", "AUTHOR": "Ada Lovelace", "HOME": "/home/ada"}
 
 
 def test_toml_servers_are_read_with_defaults_and_sorted(tmp_path: Path) -> None:
-    (tmp_path / "awf-mcp.toml").write_text(
+    write_approved(
+        tmp_path / "awf-mcp.toml",
         """
 [servers.time]
 command = "uvx"
@@ -26,7 +28,7 @@ url = "https://example.invalid/mcp"
 headers = { Authorization = "Bearer x" }
 timeout_seconds = 5
 enabled = false
-"""
+""",
     )
     settings = load(cwd=str(tmp_path))
     docs, time = settings.servers
@@ -42,7 +44,8 @@ enabled = false
 
 
 def test_proxy_json_takes_mcp_servers_in_the_agents_shape(tmp_path: Path) -> None:
-    (tmp_path / "proxy.json").write_text(
+    write_approved(
+        tmp_path / "proxy.json",
         json.dumps(
             {
                 "intercept_builtins": False,
@@ -51,7 +54,7 @@ def test_proxy_json_takes_mcp_servers_in_the_agents_shape(tmp_path: Path) -> Non
                     "web": {"httpUrl": "https://example.invalid/mcp", "timeout": 30000, "trust": True},
                 },
             }
-        )
+        ),
     )
     settings = load(ServeOptions(config=str(tmp_path / "proxy.json")), cwd=str(tmp_path))
     git, web = settings.servers
@@ -124,7 +127,8 @@ def test_a_server_defined_in_both_tables_is_refused() -> None:
 
 
 def test_builtins_off_with_only_servers_is_not_an_empty_proxy(tmp_path: Path) -> None:
-    (tmp_path / "p.json").write_text(
-        json.dumps({"intercept_builtins": False, "mcpServers": {"t": {"command": "uvx"}}})
+    write_approved(
+        tmp_path / "p.json",
+        json.dumps({"intercept_builtins": False, "mcpServers": {"t": {"command": "uvx"}}}),
     )
     assert load(ServeOptions(config=str(tmp_path / "p.json")), cwd=str(tmp_path)).servers[0].name == "t"
