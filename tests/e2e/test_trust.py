@@ -167,3 +167,14 @@ def test_doctor_starts_no_project_entry_that_sets_env_or_names_a_project_config(
     findings = json.loads(result.stdout)["findings"]
     [pythonpath] = [f for f in findings if f["data"].get("server") == "pythonpath"]
     assert "not started" in pythonpath["detail"] and "awf-mcp trust" in pythonpath["fix"]
+
+
+def test_python_dash_m_imports_nothing_from_the_project(
+    layout: tuple[Path, Path, Path, dict[str, str]],
+) -> None:
+    repo, _, marker, env = layout
+    for module in ("typer.py", "anyio.py", "pluggy.py", "rich.py"):
+        (repo / module).write_text(f"open({str(marker)!r}, 'w').close()\n")
+    result = awf("tools", "list", "--json", cwd=repo, env=env)
+    assert result.returncode == 0, result.stderr
+    assert not marker.exists()
