@@ -66,8 +66,12 @@ def servers_list(
 
     configure_logging("ERROR")
     rows = _states(options)
+    # As doctor does: 1 when an enabled server failed to start, for scripts that check.
+    failed = any(row["enabled"] and row["state"] not in ("running", "disabled") for row in rows)
     if json_output:
         print(json.dumps({"servers": rows}, indent=2))
+        if failed:
+            raise typer.Exit(1)
         return
     if not rows:
         print("no servers configured: add [servers.NAME] tables to awf-mcp.toml (see docs/upstreams.md)")
@@ -81,6 +85,8 @@ def servers_list(
         tools = ", ".join(row["tools"]) if row["tools"] else "-"
         table.add_row(row["name"], row["transport"], state, tools)
     Console().print(table)
+    if failed:
+        raise typer.Exit(1)
 
 
 @servers_app.command("import")
@@ -105,6 +111,21 @@ def servers_import(
     """Copy an agent's MCP servers into awf-mcp.toml (print only, unless --write)."""
     from pathlib import Path
 
+    from awf_mcp.core.config import parse_settings
     from awf_mcp.ops.serverimport import import_servers
 
-    print(import_servers(client, write=write, scope=scope, config=Path(config) if config else None))
+    tools = None
+    if write:
+        # The awf entry's trust hint names the tools `config` names in this directory.
+        from awf_mcp.cli.commands import served_tools
+
+        tools = served_tools(ServeOptions(config=config if config and Path(config).is_file() else None))
+    text = import_servers(
+        client,
+        write=write,
+        scope=scope,
+        config=Path(config) if config else None,
+        check=parse_settings,
+        tools=tools,
+    )
+    print(text)

@@ -178,7 +178,14 @@ def checked_budget(value: Any, where: str) -> int:
 
 def parse_file(path: Path) -> dict[str, Any]:
     """Read and validate a config file; returns :class:`Settings` fields it sets."""
-    data = _read_file(path)
+    return parse_settings(_read_file(path), path)
+
+
+def parse_settings(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
+    """Validate DATA, the parsed content of the config file PATH; returns :class:`Settings` fields it sets.
+
+    What :func:`parse_file` checks, for a caller holding the content it is about to write.
+    """
     unknown = sorted(set(data) - _PROXY_KEYS - _EXTENDED_KEYS - _SERVER_KEYS)
     if unknown:
         allowed = ", ".join(sorted(_PROXY_KEYS | _EXTENDED_KEYS | _SERVER_KEYS))

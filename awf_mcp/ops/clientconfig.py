@@ -321,16 +321,23 @@ def render(
     return "\n".join(out) + "\n"
 
 
-def _edits(request: _Request, files: Mapping[str, Path]) -> list[Edit]:
-    """The edits that apply REQUEST to FILES."""
+def project_of(scope: str, cwd: Path) -> Path | None:
+    """The project directory whose files SCOPE edits (CWD for ``project``), or None for the user's own."""
+    return cwd if scope == "project" else None
+
+
+def _edits(request: _Request, files: Mapping[str, Path], cwd: Path) -> list[Edit]:
+    """The edits that apply REQUEST to FILES (a project's files are those of CWD)."""
     profile = request.profile
+    project = project_of(request.scope, cwd)
     keys = (*profile.servers_key, request.server_name)
     if profile.format == "toml":
-        edits = [Edit(files["servers"], "toml", toml_replace_table(keys, toml_table(keys, request.entry())))]
+        table = toml_replace_table(keys, toml_table(keys, request.entry()))
+        edits = [Edit(files["servers"], "toml", table, project)]
     else:
         entry = set_entry(keys, request.entry(), owned=profile.owned_entry_keys)
         comments = profile.format == "jsonc"
-        edits = [Edit(files["servers"], profile.format, json_edit(entry, comments=comments))]
+        edits = [Edit(files["servers"], profile.format, json_edit(entry, comments=comments), project)]
     updates = []
     allowed = request.allowed()
     if allowed is not None and profile.allow_list is not None:
@@ -338,8 +345,26 @@ def _edits(request: _Request, files: Mapping[str, Path]) -> list[Edit]:
     if request.trust is not None and request.scope == "project" and profile.project_enable_list:
         updates.append(add_to_list(profile.project_enable_list, [request.server_name]))
     if updates:
-        edits.append(Edit(files["trust"], "json", json_edit(*updates)))
+        edits.append(Edit(files["trust"], "json", json_edit(*updates), project))
     return edits
+
+
+def plan_write(
+    client: str,
+    *,
+    command: Sequence[str],
+    read_only_tools: Sequence[str],
+    trust: str | None,
+    scope: str | None = None,
+    server_name: str = DEFAULT_SERVER_NAME,
+    cwd: Path,
+    home: Path,
+    env: Mapping[str, str] | None = None,
+) -> list[Edit]:
+    """The edits :func:`write` applies, for a caller that applies them with edits of its own."""
+    request = _Request.make(client, command, read_only_tools, trust, scope, server_name)
+    files = target_files(client, request.scope, cwd=cwd, home=home, env=env)
+    return _edits(request, files, cwd)
 
 
 def write(
@@ -358,9 +383,19 @@ def write(
 
     Every file is read and parsed first; if any cannot be parsed, nothing is written.
     """
-    request = _Request.make(client, command, read_only_tools, trust, scope, server_name)
-    files = target_files(client, request.scope, cwd=cwd, home=home, env=env)
-    return apply_edits(_edits(request, files))
+    return apply_edits(
+        plan_write(
+            client,
+            command=command,
+            read_only_tools=read_only_tools,
+            trust=trust,
+            scope=scope,
+            server_name=server_name,
+            cwd=cwd,
+            home=home,
+            env=env,
+        )
+    )
 
 
 def _native_file(client: str, scope: str | None, *, cwd: Path, home: Path, env: Mapping[str, str]) -> Path:
@@ -381,7 +416,9 @@ def replace_native_tools(
     env = os.environ if env is None else env
     check_options(client, scope, None, DEFAULT_SERVER_NAME)
     path = _native_file(client, scope, cwd=cwd, home=home, env=env)
-    return nativetools.replace(PROFILES[client], path, ledger=nativetools.ledger_path(home, env))
+    project = project_of(resolve_scope(client, scope), cwd)
+    ledger = nativetools.ledger_path(home, env)
+    return nativetools.replace(PROFILES[client], path, ledger=ledger, project=project)
 
 
 def restore_native_tools(
@@ -396,7 +433,9 @@ def restore_native_tools(
     cwd, home, env = locate(cwd, home, env)
     check_options(client, scope, None, DEFAULT_SERVER_NAME)
     path = _native_file(client, scope, cwd=cwd, home=home, env=env)
-    report, note = nativetools.restore(PROFILES[client], path, ledger=nativetools.ledger_path(home, env))
+    project = project_of(resolve_scope(client, scope), cwd)
+    ledger = nativetools.ledger_path(home, env)
+    report, note = nativetools.restore(PROFILES[client], path, ledger=ledger, project=project)
     summary = report.summary()
     return (summary + "\n" if summary and report.changed else "") + note + "\n"
 
@@ -441,13 +480,15 @@ def configure(
     if not write_files:
         return text
     request = _Request.make(client, common["command"], common["read_only_tools"], trust, scope, server_name)
-    edits = _edits(request, target_files(client, request.scope, cwd=cwd, home=home, env=env))
+    edits = _edits(request, target_files(client, request.scope, cwd=cwd, home=home, env=env), cwd)
     record: dict[str, Any] = {}
     native_path: Path | None = None
     if replace_native:
         # One apply for every file: nothing is written when any of them cannot be parsed.
         native_path = _native_file(client, request.scope, cwd=cwd, home=home, env=env)
-        native_edit, record = nativetools.plan(request.profile, native_path)
+        native_edit, record = nativetools.plan(
+            request.profile, native_path, project=project_of(request.scope, cwd)
+        )
         edits.append(native_edit)
     report = apply_edits(edits)
     if native_path is not None:
