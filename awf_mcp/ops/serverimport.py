@@ -146,6 +146,11 @@ SettingsCheck = Callable[[Mapping[str, Any], Path], object]
 
 def _refusal(name: str, table: Mapping[str, Any], target: Path, check: SettingsCheck | None) -> str:
     """Why TABLE, the server NAME, cannot be written to TARGET as it is; empty when it can."""
+    if check is not None:
+        try:
+            check({"servers": {name: table}}, target)
+        except UserError as exc:
+            return exc.message
     try:
         text = toml_table(("servers", name), table)
     except (TypeError, ValueError) as exc:
@@ -156,11 +161,6 @@ def _refusal(name: str, table: Mapping[str, Any], target: Path, check: SettingsC
         return f"its settings would not read back as TOML ({exc})"
     if lookup(back, ("servers", name)) != table:
         return "its settings would not read back as written"
-    if check is not None:
-        try:
-            check(back, target)
-        except UserError as exc:
-            return str(exc)
     return ""
 
 
