@@ -5,9 +5,20 @@ Contract
 An :class:`Edit` names one file, its format and a pure function from the old text
 (``None``: no such file) to the new text. :func:`apply_edits` computes every result
 first, so that one unparsable file leaves every file untouched; then it writes each
-file that changed (after copying it to ``<file>.bak``, or a timestamped ``.bak`` when
-that exists) atomically, keeping its permission bits, and reports the rest as already
-up to date. Applying the same edits twice changes nothing the second time.
+file that changed atomically, keeping its permission bits, and reports the rest as
+already up to date. Applying the same edits twice changes nothing the second time.
+
+Each file that changes gets one backup, of the bytes it held before the call:
+``<file>.bak``, or ``<file>.<time>.bak`` when that name is taken (by the user's own
+backup, an earlier run's, or anything else: an existing name is never overwritten).
+Backups and temporary files are created new (``O_CREAT|O_EXCL|O_NOFOLLOW``), so a link
+planted at their name, dangling or not, is never followed.
+
+Links (:func:`writable_target`): a project's file (:attr:`Edit.project` set) that is a
+symbolic link, or lies below a directory of the project that is one, or has another
+hard link, is refused before anything is read, copied or written. The user's own file
+that is a link (a dotfile manager's) is written through to its target, and the link
+stays; its backup goes beside the link.
 
 JSON files keep their key order and are written with a 2-space indent (see
 :func:`json_edit`, :func:`set_entry`, :func:`add_to_list`, :func:`remove_from_list`).
