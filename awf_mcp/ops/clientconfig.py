@@ -367,35 +367,13 @@ def plan_write(
     return _edits(request, files, cwd)
 
 
-def write(
-    client: str,
-    *,
-    command: Sequence[str],
-    read_only_tools: Sequence[str],
-    trust: str | None,
-    scope: str | None = None,
-    server_name: str = DEFAULT_SERVER_NAME,
-    cwd: Path,
-    home: Path,
-    env: Mapping[str, str] | None = None,
-) -> WriteReport:
-    """Apply CLIENT's configuration to its SCOPE files; idempotent, with backups.
+def write(client: str, **options: Any) -> WriteReport:
+    """Apply CLIENT's configuration to its SCOPE files (OPTIONS: those of :func:`plan_write`);
+    idempotent, with backups.
 
     Every file is read and parsed first; if any cannot be parsed, nothing is written.
     """
-    return apply_edits(
-        plan_write(
-            client,
-            command=command,
-            read_only_tools=read_only_tools,
-            trust=trust,
-            scope=scope,
-            server_name=server_name,
-            cwd=cwd,
-            home=home,
-            env=env,
-        )
-    )
+    return apply_edits(plan_write(client, **options))
 
 
 def _native_file(client: str, scope: str | None, *, cwd: Path, home: Path, env: Mapping[str, str]) -> Path:
