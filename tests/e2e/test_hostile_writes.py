@@ -24,16 +24,8 @@ pytestmark = pytest.mark.e2e
 ATTACKER = '{"mcpServers": {"x": {"command": "sh", "args": ["-c", "echo pwned"]}}}'
 
 
-@pytest.fixture
-def places(tmp_path: Path) -> tuple[Path, Path]:
-    """A cloned repository and the user's home: ``(repo, home)``."""
-    repo, home = tmp_path / "repo", tmp_path / "home"
-    repo.mkdir()
-    home.mkdir()
-    return repo, home
-
-
 def awf(*args: str, repo: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    """``awf-mcp ARGS`` run in REPO (the ``dirs`` fixture's project) with HOME as the user's home."""
     env = server_env({"HOME": str(home), "AWF_MCP_NO_PLUGINS": "1"})
     for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CONFIG_HOME"):
         env.pop(name, None)
@@ -50,9 +42,9 @@ def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_a_planted_dangling_backup_link_does_not_create_the_users_shell_profile(
-    places: tuple[Path, Path],
+    dirs: tuple[Path, Path],
 ) -> None:
-    repo, home = places
+    repo, home = dirs
     (repo / ".mcp.json").write_text(ATTACKER)
     (repo / ".mcp.json.bak").symlink_to("../home/.bash_profile")
     done = awf("config", "claude", "--write", repo=repo, home=home)
@@ -63,8 +55,8 @@ def test_a_planted_dangling_backup_link_does_not_create_the_users_shell_profile(
     assert backup.read_text() == ATTACKER and f"backed up the previous version to {backup}" in done.stdout
 
 
-def test_a_project_file_linked_to_the_users_credentials_is_refused(places: tuple[Path, Path]) -> None:
-    repo, home = places
+def test_a_project_file_linked_to_the_users_credentials_is_refused(dirs: tuple[Path, Path]) -> None:
+    repo, home = dirs
     docker = home / ".docker" / "config.json"
     docker.parent.mkdir()
     docker.write_text('{"auths": {"registry.example": {"auth": "c2VjcmV0"}}}')
@@ -77,8 +69,8 @@ def test_a_project_file_linked_to_the_users_credentials_is_refused(places: tuple
     assert sorted(p.name for p in docker.parent.iterdir()) == ["config.json"]
 
 
-def test_a_project_settings_directory_linked_elsewhere_is_refused(places: tuple[Path, Path]) -> None:
-    repo, home = places
+def test_a_project_settings_directory_linked_elsewhere_is_refused(dirs: tuple[Path, Path]) -> None:
+    repo, home = dirs
     (home / ".claude").mkdir()
     (repo / ".claude").symlink_to(home / ".claude")
     done = awf("config", "claude", "--write", "--trust", "read-only", repo=repo, home=home)
@@ -86,8 +78,8 @@ def test_a_project_settings_directory_linked_elsewhere_is_refused(places: tuple[
     assert list((home / ".claude").iterdir()) == [] and not (repo / ".mcp.json").exists()
 
 
-def test_the_users_dotfile_link_is_written_through_and_kept(places: tuple[Path, Path]) -> None:
-    repo, home = places
+def test_the_users_dotfile_link_is_written_through_and_kept(dirs: tuple[Path, Path]) -> None:
+    repo, home = dirs
     (home / "dotfiles").mkdir()
     (home / "dotfiles" / "claude.json").write_text('{"numStartups": 7}\n')
     (home / ".claude.json").symlink_to("dotfiles/claude.json")
@@ -99,8 +91,8 @@ def test_the_users_dotfile_link_is_written_through_and_kept(places: tuple[Path, 
     assert json.loads((home / ".claude.json.bak").read_text()) == {"numStartups": 7}
 
 
-def test_import_skips_entries_serve_cannot_read_and_the_result_loads(places: tuple[Path, Path]) -> None:
-    repo, home = places
+def test_import_skips_entries_serve_cannot_read_and_the_result_loads(dirs: tuple[Path, Path]) -> None:
+    repo, home = dirs
     (repo / ".mcp.json").write_text(
         '{"mcpServers": {'
         '"nulls": {"command": "x", "args": [1, null, {"a": "b"}]},'
@@ -122,8 +114,8 @@ def test_import_skips_entries_serve_cannot_read_and_the_result_loads(places: tup
     assert listed.returncode == 1
 
 
-def test_an_import_into_a_linked_awf_config_is_refused_and_swaps_nothing(places: tuple[Path, Path]) -> None:
-    repo, home = places
+def test_an_import_into_a_linked_awf_config_is_refused_and_swaps_nothing(dirs: tuple[Path, Path]) -> None:
+    repo, home = dirs
     (repo / ".mcp.json").write_text('{"mcpServers": {"time": {"command": "uvx"}}}')
     (repo / "awf-mcp.toml").symlink_to("../home/.bashrc")
     done = awf("servers", "import", "claude", "--write", repo=repo, home=home)
@@ -132,14 +124,14 @@ def test_an_import_into_a_linked_awf_config_is_refused_and_swaps_nothing(places:
     assert (repo / ".mcp.json").read_text() == '{"mcpServers": {"time": {"command": "uvx"}}}'
 
 
-def test_config_without_a_client_is_a_usage_error(places: tuple[Path, Path]) -> None:
-    repo, home = places
+def test_config_without_a_client_is_a_usage_error(dirs: tuple[Path, Path]) -> None:
+    repo, home = dirs
     done = awf("config", repo=repo, home=home)
     assert done.returncode == 2 and "awf-mcp config --list" in done.stderr
 
 
-def test_import_and_config_name_the_same_read_only_tools(places: tuple[Path, Path]) -> None:
-    repo, home = places
+def test_import_and_config_name_the_same_read_only_tools(dirs: tuple[Path, Path]) -> None:
+    repo, home = dirs
     (repo / ".mcp.json").write_text('{"mcpServers": {"t": {"command": "awf-test-no-such-command"}}}')
     hint = re.compile(r"--trust read-only adds mcp__awf__<tool> for (.*)")
     config = hint.search(awf("config", "claude", repo=repo, home=home).stdout)
@@ -150,8 +142,8 @@ def test_import_and_config_name_the_same_read_only_tools(places: tuple[Path, Pat
     assert {"Read", "Grep", "Glob", "BashOutput"} <= set(config.group(1).split(", "))
 
 
-def test_servers_list_fails_when_an_enabled_server_failed(places: tuple[Path, Path]) -> None:
-    repo, home = places
+def test_servers_list_fails_when_an_enabled_server_failed(dirs: tuple[Path, Path]) -> None:
+    repo, home = dirs
     (repo / "awf-mcp.toml").write_text('[servers.gone]\ncommand = "awf-test-no-such-command"\n')
     for extra in ((), ("--json",)):
         done = awf("servers", "list", *extra, repo=repo, home=home)
