@@ -150,9 +150,24 @@ def read(path: Path) -> str | None:
     return None if raw is None else decode(raw, path)
 
 
+MAX_FILE_BYTES = 64 * 1024 * 1024
+"""The largest configuration file read (``~/.claude.json`` holds a history and grows to megabytes)."""
+
+
+def _unreadable(path: Path, problem: str) -> UnreadableFile:
+    reason = f"cannot be read ({problem})"
+    return UnreadableFile(f"cannot read {path}: {problem}", path=path, reason=reason)
+
+
 def read_bytes(path: Path, *, follow: bool = True) -> bytes | None:
-    """PATH's bytes (None: no such file). Without FOLLOW, a link at PATH is refused, not read."""
-    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
+    """PATH's bytes (None: no such file). Without FOLLOW, a link at PATH is refused, not read.
+
+    Only a regular file of at most :data:`MAX_FILE_BYTES` is read: a FIFO, a device or a
+    directory planted at PATH is refused at once (it is opened without blocking).
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
@@ -160,15 +175,17 @@ def read_bytes(path: Path, *, follow: bool = True) -> bytes | None:
     except OSError as exc:
         if exc.errno == errno.ELOOP and not follow:
             raise UserError(_link_refusal(path)) from None
-        reason = f"cannot be read ({exc.strerror or exc})"
-        raise UnreadableFile(f"cannot read {path}: {exc.strerror or exc}", path=path, reason=reason) from None
+        raise _unreadable(path, exc.strerror or str(exc)) from None
     with os.fdopen(fd, "rb") as handle:
         try:
-            return handle.read()
-        except OSError as exc:  # a directory, an I/O error
-            reason = f"cannot be read ({exc.strerror or exc})"
-            message = f"cannot read {path}: {exc.strerror or exc}"
-            raise UnreadableFile(message, path=path, reason=reason) from None
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise _unreadable(path, "not a regular file")
+            data = handle.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            raise _unreadable(path, exc.strerror or str(exc)) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise _unreadable(path, f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+    return data
 
 
 def decode(raw: bytes, path: Path) -> str:
@@ -213,6 +230,7 @@ def writable_target(path: Path, project: Path | None) -> Path:
         current = project
     except ValueError:
         parts, current = (path.name,), path.parent
+    status: os.stat_result | None = None
     for part in parts:
         current = current / part
         try:
@@ -223,7 +241,7 @@ def writable_target(path: Path, project: Path | None) -> Path:
             raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
         if stat.S_ISLNK(status.st_mode):
             raise UserError(_link_refusal(current))
-    if stat.S_ISREG(status.st_mode) and status.st_nlink > 1:
+    if status is not None and stat.S_ISREG(status.st_mode) and status.st_nlink > 1:
         raise UserError(
             f"{path} has {status.st_nlink - 1} other hard link(s), which may be outside the project; "
             "awf-mcp does not write a project's configuration file that is shared with another: "

@@ -153,3 +153,11 @@ def test_servers_list_fails_when_an_enabled_server_failed(dirs: tuple[Path, Path
     )
     done = awf("servers", "list", repo=repo, home=home)
     assert done.returncode == 0 and "disabled" in done.stdout, done.stderr
+
+
+def test_a_fifo_planted_at_the_agent_file_is_refused_not_waited_on(dirs: tuple[Path, Path]) -> None:
+    repo, home = dirs
+    os.mkfifo(repo / ".mcp.json")
+    for command in (("config", "claude", "--write"), ("servers", "import", "claude", "--write")):
+        done = awf(*command, repo=repo, home=home)
+        assert done.returncode == 1 and "not a regular file" in one_error_line(done)

@@ -232,3 +232,9 @@ def test_a_lone_surrogate_in_a_json_file_is_written_back_as_its_escape(tmp_path:
     path.write_text('{"k": "a\\ud800b"}')
     editors.apply_edits([json_add(path)])
     assert json.loads(path.read_text()) == {"k": "a\ud800b", "allow": ["x"]}
+
+
+def test_a_fifo_planted_at_a_config_name_is_refused_at_once(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / ".mcp.json")
+    with pytest.raises(editors.UnreadableFile, match="not a regular file"):
+        editors.apply_edits([json_add(tmp_path / ".mcp.json", tmp_path)])
