@@ -114,18 +114,18 @@ def servers_import(
     from awf_mcp.core.config import parse_settings
     from awf_mcp.ops.serverimport import import_servers
 
-    tools = None
-    if write:
+    def served() -> list[tuple[str, bool]]:
         # The awf entry's trust hint names the tools `config` names in this directory.
         from awf_mcp.cli.commands import served_tools
 
-        tools = served_tools(ServeOptions(config=config if config and Path(config).is_file() else None))
+        return served_tools(ServeOptions(config=config if config and Path(config).is_file() else None))
+
     text = import_servers(
         client,
         write=write,
         scope=scope,
         config=Path(config) if config else None,
         check=parse_settings,
-        tools=tools,
+        tools=served,
     )
     print(text)

@@ -228,14 +228,15 @@ def import_servers(
     home: Path | None = None,
     env: Mapping[str, str] | None = None,
     check: SettingsCheck | None = None,
-    tools: Sequence[tuple[str, bool]] | None = None,
+    tools: Callable[[], Sequence[tuple[str, bool]]] | None = None,
 ) -> str:
     """What ``awf-mcp servers import CLIENT [--write]`` prints; see the module docstring.
 
     CONFIG: the awf-mcp TOML file the user named (None: ``./awf-mcp.toml``, a project
-    file). CHECK: what ``serve`` applies to that file's content. TOOLS: ``(name,
+    file). CHECK: what ``serve`` applies to that file's content. TOOLS: returns ``(name,
     read_only)`` of every tool awf-mcp serves here, for the trust hint printed with the
-    awf entry (as :func:`awf_mcp.ops.clientconfig.configure` takes them).
+    awf entry (as :func:`awf_mcp.ops.clientconfig.configure` takes them); called only
+    with ``write``, once the new ``awf-mcp.toml`` has passed CHECK.
     """
     cwd, home, env = clientconfig.locate(cwd, home, env)
     target = config or cwd / "awf-mcp.toml"
@@ -275,10 +276,12 @@ def import_servers(
     if not servers:
         return "\n".join([*out, "nothing imported"])
     imported = [agent for agent, _ in servers.values()]
+    appended = _appended(tables, check)
+    appended(existing_text or None, target)  # refused here, before TOOLS starts anything
     agent_format = clientconfig.PROFILES[client].format
     entry: dict[str, Any] = {
         "command": [*clientconfig.server_command(), "serve", "--config", str(target.resolve())],
-        "read_only_tools": clientconfig.read_only_names(tools),
+        "read_only_tools": clientconfig.read_only_names(tools() if tools is not None else None),
         "trust": None,
         "scope": scope,
         "cwd": cwd,
@@ -287,7 +290,7 @@ def import_servers(
     }
     report = apply_edits(
         [
-            Edit(target, "toml", _appended(tables, check), target_project),
+            Edit(target, "toml", appended, target_project),
             Edit(source, agent_format, _without(client, imported), agent_project),
             *clientconfig.plan_write(client, **entry),
         ]

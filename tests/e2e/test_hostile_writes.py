@@ -121,6 +121,11 @@ def test_an_import_into_a_linked_awf_config_is_refused_and_swaps_nothing(dirs: t
     done = awf("servers", "import", "claude", "--write", repo=repo, home=home)
     assert done.returncode == 1 and "awf-mcp.toml is a symbolic link" in one_error_line(done)
     assert not os.path.lexists(home / ".bashrc")
+    (home / ".bashrc").write_text('x = "the user\'s own"\n')
+    done = awf("servers", "import", "claude", "--write", repo=repo, home=home)
+    assert done.returncode == 1 and "awf-mcp.toml is a symbolic link" in one_error_line(done)
+    assert (home / ".bashrc").read_text() == 'x = "the user\'s own"\n'
+    assert sorted(p.name for p in repo.iterdir()) == [".mcp.json", "awf-mcp.toml"]
     assert (repo / ".mcp.json").read_text() == '{"mcpServers": {"time": {"command": "uvx"}}}'
 
 

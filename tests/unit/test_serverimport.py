@@ -237,5 +237,5 @@ def test_a_linked_agent_file_or_awf_config_in_the_project_is_refused(tmp_path: P
 def test_the_trust_hint_names_the_read_only_tools_it_is_given(tmp_path: Path) -> None:
     (tmp_path / ".mcp.json").write_text(json.dumps(CLAUDE))
     tools = [("Read", True), ("LS", True), ("Bash", False), ("time_now", True)]
-    out = run_checked(tmp_path, "claude", write=True, tools=tools)
+    out = run_checked(tmp_path, "claude", write=True, tools=lambda: tools)
     assert "for LS, Read, time_now" in out
