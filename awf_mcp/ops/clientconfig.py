@@ -7,7 +7,9 @@ nothing below branches on a client's name. This module turns a profile into:
 * the text ``awf-mcp config CLIENT`` prints (:func:`render`, :func:`configure`), and the
   edits ``--write`` applies (:func:`write`), through :mod:`awf_mcp.ops.editors`:
   idempotent, order-preserving, a ``.bak`` copy of every file that changes, nothing
-  written when any file cannot be parsed;
+  written when any file cannot be parsed; the project scope's files are the project's
+  (:func:`project_of`), so one that is a symbolic link is refused, while a user-scope
+  link is written through (:func:`awf_mcp.ops.editors.writable_target`);
 * ``--replace-native`` / ``--restore-native`` (:mod:`awf_mcp.ops.nativetools`);
 * ``awf-mcp config --list`` (:func:`list_clients`): every client with the file it would write;
 * the one reader of the files as they are, for ``awf-mcp doctor`` and ``servers import``:
