@@ -101,6 +101,19 @@ def _run(options: ServeOptions, work: Callable[[Any], Awaitable[T]]) -> T:
     return anyio.run(run)
 
 
+def served_tools(options: ServeOptions) -> list[tuple[str, bool]]:
+    """``(name, read_only)`` of every tool ``serve`` would serve with OPTIONS: what the trust
+    hints of ``config`` and ``servers import`` name, and what ``--trust read-only`` approves."""
+
+    async def served(rt: Any) -> list[tuple[str, bool]]:
+        return [
+            (d.name, bool(d.annotations is not None and d.annotations.read_only))
+            for d in rt.registry.definitions()
+        ]
+
+    return _run(options, served)
+
+
 @tools_app.command("list")
 @with_options("roots", "no_builtins", "only", "exclude", "config", "strict")
 def tools_list(
@@ -262,7 +275,9 @@ def client_config(
         print(clientconfig.list_clients(), end="")
         return
     if client is None:
-        raise UserError("name a client (awf-mcp config CLIENT), or list them: awf-mcp config --list")
+        raise typer.BadParameter(
+            "name a client (awf-mcp config CLIENT), or list them: awf-mcp config --list", param_hint="CLIENT"
+        )
     clientconfig.check_options(client, scope, trust, name)
     if restore_native and replace_native:
         raise UserError("--replace-native and --restore-native undo each other; give one of them")
@@ -274,15 +289,7 @@ def client_config(
         from pathlib import Path
 
         approve_at_users_command(Path(os.path.abspath(os.path.expanduser(options.config))))
-
-    # The tools the entry would serve, so that --trust read-only names the right ones.
-    async def served(rt: Any) -> list[tuple[str, bool]]:
-        return [
-            (d.name, bool(d.annotations is not None and d.annotations.read_only))
-            for d in rt.registry.definitions()
-        ]
-
-    tools = _run(options, served)
+    tools = served_tools(options)
     text = clientconfig.configure(
         client,
         write_files=write,

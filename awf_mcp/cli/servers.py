@@ -71,6 +71,8 @@ def servers_list(
     settings = config.load(options)
     rows = _states(settings)
     ignored = settings.ignored_config
+    # As doctor does: 1 when an enabled server failed to start, for scripts that check.
+    failed = any(row["enabled"] and row["state"] not in ("running", "disabled") for row in rows)
     if json_output:
         shown: dict[str, Any] = {"servers": rows}
         if ignored is not None:
@@ -81,6 +83,8 @@ def servers_list(
                 "fix": ignored.fix,
             }
         print(json.dumps(shown, indent=2))
+        if failed:
+            raise typer.Exit(1)
         return
     if not rows:
         if ignored is None:
@@ -99,6 +103,8 @@ def servers_list(
         tools = ", ".join(row["tools"]) if row["tools"] else "-"
         table.add_row(row["name"], row["transport"], state, tools)
     Console().print(table)
+    if failed:
+        raise typer.Exit(1)
 
 
 @servers_app.command("import")
@@ -125,15 +131,29 @@ def servers_import(
 
     from awf_mcp.cli.trust import approve_at_users_command
     from awf_mcp.core import trust
-    from awf_mcp.core.config import DEFAULT_CONFIG_NAME
+    from awf_mcp.core.config import DEFAULT_CONFIG_NAME, parse_settings
     from awf_mcp.ops.serverimport import import_servers
+
+    def served() -> list[tuple[str, bool]]:
+        # The awf entry's trust hint names the tools `config` names in this directory.
+        from awf_mcp.cli.commands import served_tools
+
+        return served_tools(ServeOptions(config=config if config and Path(config).is_file() else None))
 
     target = Path(os.path.abspath(os.path.expanduser(config))) if config else Path.cwd() / DEFAULT_CONFIG_NAME
     # A file that was the project's and unapproved stays so: appending to it approves nothing.
     before = trust.read_bounded(target) if target.is_file() else None
     trusted_before = before is None or trust.verdict(target, before, named=True, cwd=Path.cwd()).trusted
-    print(import_servers(client, write=write, scope=scope, config=Path(config) if config else None))
-    if write and target.is_file():
+    text = import_servers(
+        client,
+        write=write,
+        scope=scope,
+        config=Path(config) if config else None,
+        check=parse_settings,
+        tools=served,
+    )
+    print(text)
+    if write and target.is_file() and trust.read_bounded(target) != before:
         if trusted_before:
             approve_at_users_command(target)
         else:

@@ -183,7 +183,14 @@ def checked_budget(value: Any, where: str) -> int:
 
 def parse_file(path: Path, raw: bytes | None = None) -> dict[str, Any]:
     """Validate a config file (RAW: its bytes, already read); returns the :class:`Settings` fields it sets."""
-    data = _decode(path, trust.read_bounded(path) if raw is None else raw)
+    return parse_settings(_decode(path, trust.read_bounded(path) if raw is None else raw), path)
+
+
+def parse_settings(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
+    """Validate DATA, the parsed content of the config file PATH; returns :class:`Settings` fields it sets.
+
+    What :func:`parse_file` checks, for a caller holding the content it is about to write.
+    """
     unknown = sorted(set(data) - _PROXY_KEYS - _EXTENDED_KEYS - _SERVER_KEYS)
     if unknown:
         allowed = ", ".join(sorted(_PROXY_KEYS | _EXTENDED_KEYS | _SERVER_KEYS))

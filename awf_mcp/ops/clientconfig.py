@@ -7,7 +7,9 @@ nothing below branches on a client's name. This module turns a profile into:
 * the text ``awf-mcp config CLIENT`` prints (:func:`render`, :func:`configure`), and the
   edits ``--write`` applies (:func:`write`), through :mod:`awf_mcp.ops.editors`:
   idempotent, order-preserving, a ``.bak`` copy of every file that changes, nothing
-  written when any file cannot be parsed;
+  written when any file cannot be parsed; the project scope's files are the project's
+  (:func:`project_of`), so one that is a symbolic link is refused, while a user-scope
+  link is written through (:func:`awf_mcp.ops.editors.writable_target`);
 * ``--replace-native`` / ``--restore-native`` (:mod:`awf_mcp.ops.nativetools`);
 * ``awf-mcp config --list`` (:func:`list_clients`): every client with the file it would write;
 * the one reader of the files as they are, for ``awf-mcp doctor`` and ``servers import``:
@@ -321,16 +323,23 @@ def render(
     return "\n".join(out) + "\n"
 
 
-def _edits(request: _Request, files: Mapping[str, Path]) -> list[Edit]:
-    """The edits that apply REQUEST to FILES."""
+def project_of(scope: str, cwd: Path) -> Path | None:
+    """The project directory whose files SCOPE edits (CWD for ``project``), or None for the user's own."""
+    return cwd if scope == "project" else None
+
+
+def _edits(request: _Request, files: Mapping[str, Path], cwd: Path) -> list[Edit]:
+    """The edits that apply REQUEST to FILES (a project's files are those of CWD)."""
     profile = request.profile
+    project = project_of(request.scope, cwd)
     keys = (*profile.servers_key, request.server_name)
     if profile.format == "toml":
-        edits = [Edit(files["servers"], "toml", toml_replace_table(keys, toml_table(keys, request.entry())))]
+        table = toml_replace_table(keys, toml_table(keys, request.entry()))
+        edits = [Edit(files["servers"], "toml", table, project)]
     else:
         entry = set_entry(keys, request.entry(), owned=profile.owned_entry_keys)
         comments = profile.format == "jsonc"
-        edits = [Edit(files["servers"], profile.format, json_edit(entry, comments=comments))]
+        edits = [Edit(files["servers"], profile.format, json_edit(entry, comments=comments), project)]
     updates = []
     allowed = request.allowed()
     if allowed is not None and profile.allow_list is not None:
@@ -338,11 +347,11 @@ def _edits(request: _Request, files: Mapping[str, Path]) -> list[Edit]:
     if request.trust is not None and request.scope == "project" and profile.project_enable_list:
         updates.append(add_to_list(profile.project_enable_list, [request.server_name]))
     if updates:
-        edits.append(Edit(files["trust"], "json", json_edit(*updates)))
+        edits.append(Edit(files["trust"], "json", json_edit(*updates), project))
     return edits
 
 
-def write(
+def plan_write(
     client: str,
     *,
     command: Sequence[str],
@@ -353,14 +362,20 @@ def write(
     cwd: Path,
     home: Path,
     env: Mapping[str, str] | None = None,
-) -> WriteReport:
-    """Apply CLIENT's configuration to its SCOPE files; idempotent, with backups.
+) -> list[Edit]:
+    """The edits :func:`write` applies, for a caller that applies them with edits of its own."""
+    request = _Request.make(client, command, read_only_tools, trust, scope, server_name)
+    files = target_files(client, request.scope, cwd=cwd, home=home, env=env)
+    return _edits(request, files, cwd)
+
+
+def write(client: str, **options: Any) -> WriteReport:
+    """Apply CLIENT's configuration to its SCOPE files (OPTIONS: those of :func:`plan_write`);
+    idempotent, with backups.
 
     Every file is read and parsed first; if any cannot be parsed, nothing is written.
     """
-    request = _Request.make(client, command, read_only_tools, trust, scope, server_name)
-    files = target_files(client, request.scope, cwd=cwd, home=home, env=env)
-    return apply_edits(_edits(request, files))
+    return apply_edits(plan_write(client, **options))
 
 
 def _native_file(client: str, scope: str | None, *, cwd: Path, home: Path, env: Mapping[str, str]) -> Path:
@@ -381,7 +396,9 @@ def replace_native_tools(
     env = os.environ if env is None else env
     check_options(client, scope, None, DEFAULT_SERVER_NAME)
     path = _native_file(client, scope, cwd=cwd, home=home, env=env)
-    return nativetools.replace(PROFILES[client], path, ledger=nativetools.ledger_path(home, env))
+    project = project_of(resolve_scope(client, scope), cwd)
+    ledger = nativetools.ledger_path(home, env)
+    return nativetools.replace(PROFILES[client], path, ledger=ledger, project=project)
 
 
 def restore_native_tools(
@@ -396,7 +413,9 @@ def restore_native_tools(
     cwd, home, env = locate(cwd, home, env)
     check_options(client, scope, None, DEFAULT_SERVER_NAME)
     path = _native_file(client, scope, cwd=cwd, home=home, env=env)
-    report, note = nativetools.restore(PROFILES[client], path, ledger=nativetools.ledger_path(home, env))
+    project = project_of(resolve_scope(client, scope), cwd)
+    ledger = nativetools.ledger_path(home, env)
+    report, note = nativetools.restore(PROFILES[client], path, ledger=ledger, project=project)
     summary = report.summary()
     return (summary + "\n" if summary and report.changed else "") + note + "\n"
 
@@ -441,13 +460,15 @@ def configure(
     if not write_files:
         return text
     request = _Request.make(client, common["command"], common["read_only_tools"], trust, scope, server_name)
-    edits = _edits(request, target_files(client, request.scope, cwd=cwd, home=home, env=env))
+    edits = _edits(request, target_files(client, request.scope, cwd=cwd, home=home, env=env), cwd)
     record: dict[str, Any] = {}
     native_path: Path | None = None
     if replace_native:
         # One apply for every file: nothing is written when any of them cannot be parsed.
         native_path = _native_file(client, request.scope, cwd=cwd, home=home, env=env)
-        native_edit, record = nativetools.plan(request.profile, native_path)
+        native_edit, record = nativetools.plan(
+            request.profile, native_path, project=project_of(request.scope, cwd)
+        )
         edits.append(native_edit)
     report = apply_edits(edits)
     if native_path is not None:

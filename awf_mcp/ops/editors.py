@@ -5,9 +5,20 @@ Contract
 An :class:`Edit` names one file, its format and a pure function from the old text
 (``None``: no such file) to the new text. :func:`apply_edits` computes every result
 first, so that one unparsable file leaves every file untouched; then it writes each
-file that changed (after copying it to ``<file>.bak``, or a timestamped ``.bak`` when
-that exists) atomically, keeping its permission bits, and reports the rest as already
-up to date. Applying the same edits twice changes nothing the second time.
+file that changed atomically, keeping its permission bits, and reports the rest as
+already up to date. Applying the same edits twice changes nothing the second time.
+
+Each file that changes gets one backup, of the bytes it held before the call:
+``<file>.bak``, or ``<file>.<time>.bak`` when that name is taken (by the user's own
+backup, an earlier run's, or anything else: an existing name is never overwritten).
+Backups and temporary files are created new (``O_CREAT|O_EXCL|O_NOFOLLOW``), so a link
+planted at their name, dangling or not, is never followed.
+
+Links (:func:`writable_target`): a project's file (:attr:`Edit.project` set) that is a
+symbolic link, or lies below a directory of the project that is one, or has another
+hard link, is refused before anything is read, copied or written. The user's own file
+that is a link (a dotfile manager's) is written through to its target, and the link
+stays; its backup goes beside the link.
 
 JSON files keep their key order and are written with a 2-space indent (see
 :func:`json_edit`, :func:`set_entry`, :func:`add_to_list`, :func:`remove_from_list`).
@@ -28,10 +39,11 @@ standard library only.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
-import shutil
+import stat
 import tempfile
 import time
 import tomllib
@@ -51,11 +63,16 @@ TextEdit = Callable[[str | None, Path], str]
 
 @dataclass(frozen=True)
 class Edit:
-    """One change to one file: ``apply`` turns the old text (None: absent) into the new text."""
+    """One change to one file: ``apply`` turns the old text (None: absent) into the new text.
+
+    ``project`` is the project directory when PATH is a project's file (found in, or
+    written for, the working directory); None when it is the user's own file.
+    """
 
     path: Path
     fmt: str  # "json", "jsonc" or "toml"
     apply: TextEdit
+    project: Path | None = None
 
 
 @dataclass
@@ -74,28 +91,46 @@ class WriteReport:
         return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class _Planned:
+    path: Path
+    target: Path
+    original: bytes | None
+    old: str | None
+    new: str
+    fmt: str
+
+
 def apply_edits(edits: Sequence[Edit]) -> WriteReport:
-    """Apply EDITS (several may name one file, in order); nothing is written unless all parse."""
+    """Apply EDITS (several may name one file, in order); nothing is written unless all parse.
+
+    Each file is checked (:func:`writable_target`) and read before any is written, so a
+    refused link leaves every file untouched too. Each file that changes gets one backup,
+    of what it held before this call (:func:`backup`).
+    """
     by_path: dict[Path, list[Edit]] = {}
     for edit in edits:
         by_path.setdefault(edit.path, []).append(edit)
-    results: list[tuple[Path, str | None, str, str]] = []
+    planned: list[_Planned] = []
     for path, group in by_path.items():
-        old = read(path)
+        project = next((edit.project for edit in group if edit.project is not None), None)
+        target = writable_target(path, project)
+        original = read_bytes(target, follow=project is None)
+        old = None if original is None else decode(original, path)
         new = old
         for edit in group:
             new = edit.apply(new, path)
         assert new is not None
-        results.append((path, old, new, group[0].fmt))
+        planned.append(_Planned(path, target, original, old, new, group[0].fmt))
     report = WriteReport()
-    for path, old, new, fmt in results:
-        if old is not None and _same(old, new, fmt):
-            report.unchanged.append(path)
+    for plan in planned:
+        if plan.old is not None and _same(plan.old, plan.new, plan.fmt):
+            report.unchanged.append(plan.path)
             continue
-        if old is not None:
-            report.backups.append(backup(path))
-        atomic_write(path, new)
-        report.changed.append(path)
+        if plan.original is not None:
+            report.backups.append(backup(plan.path, plan.original, like=plan.target))
+        atomic_write(plan.target, plan.new)
+        report.changed.append(plan.path)
     return report
 
 
@@ -111,17 +146,57 @@ class UnreadableFile(UserError):
 
 def read(path: Path) -> str | None:
     """PATH's text (None: no such file); :class:`UnreadableFile` when it cannot be read as UTF-8."""
+    raw = read_bytes(path)
+    return None if raw is None else decode(raw, path)
+
+
+MAX_FILE_BYTES = 64 * 1024 * 1024
+"""The largest configuration file read (``~/.claude.json`` holds a history and grows to megabytes)."""
+
+
+def _unreadable(path: Path, problem: str) -> UnreadableFile:
+    reason = f"cannot be read ({problem})"
+    return UnreadableFile(f"cannot read {path}: {problem}", path=path, reason=reason)
+
+
+def read_bytes(path: Path, *, follow: bool = True) -> bytes | None:
+    """PATH's bytes (None: no such file). Without FOLLOW, a link at PATH is refused, not read.
+
+    Only a regular file of at most :data:`MAX_FILE_BYTES` is read: a FIFO, a device or a
+    directory planted at PATH is refused at once (it is opened without blocking).
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        return path.read_text(encoding="utf-8")
+        fd = os.open(path, flags)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow:
+            raise UserError(_link_refusal(path)) from None
+        raise _unreadable(path, exc.strerror or str(exc)) from None
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise _unreadable(path, "not a regular file")
+            data = handle.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            raise _unreadable(path, exc.strerror or str(exc)) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise _unreadable(path, f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+    return data
+
+
+def decode(raw: bytes, path: Path) -> str:
+    """RAW as text, line ends made ``\\n`` as :meth:`Path.read_text` makes them."""
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         reason = "is not UTF-8 text"
         message = f"{path} {reason}; not touching it: fix or move it and rerun"
         raise UnreadableFile(message, path=path, reason=reason) from None
-    except OSError as exc:
-        reason = f"cannot be read ({exc.strerror or exc})"
-        raise UnreadableFile(f"cannot read {path}: {exc.strerror or exc}", path=path, reason=reason) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _same(old: str, new: str, fmt: str) -> bool:
@@ -132,31 +207,113 @@ def _same(old: str, new: str, fmt: str) -> bool:
     return False
 
 
-def backup(path: Path) -> Path:
-    backup = path.with_name(path.name + ".bak")
-    if backup.exists():
-        backup = path.with_name(f"{path.name}.{time.strftime('%Y%m%d-%H%M%S')}.bak")
-        counter = 1
-        while backup.exists():
-            backup = path.with_name(f"{path.name}.{time.strftime('%Y%m%d-%H%M%S')}-{counter}.bak")
-            counter += 1
+def _link_refusal(where: Path) -> str:
+    return (
+        f"{where} is a symbolic link; awf-mcp writes a project's configuration only as a regular "
+        "file inside the project, never through a link: remove the link and rerun"
+    )
+
+
+def writable_target(path: Path, project: Path | None) -> Path:
+    """The file that writing PATH replaces, or a :class:`UserError` when PATH may not be written.
+
+    A project's file (PROJECT set) is refused when it, or a directory between PROJECT and
+    it, is a symbolic link, or when it has another hard link: a cloned repository must not
+    make awf-mcp read, copy or write a file outside it. The user's own file (PROJECT None)
+    is written through its links on purpose (a dotfile manager's ``~/.claude.json ->
+    dotfiles/claude.json``): the target is replaced, and the link stays.
+    """
+    if project is None:
+        return Path(os.path.realpath(path))
     try:
-        shutil.copy2(path, backup)
-    except OSError as exc:
-        raise UserError(f"cannot back up {path} to {backup}: {exc.strerror or exc}") from None
-    return backup
+        parts = path.relative_to(project).parts
+        current = project
+    except ValueError:
+        parts, current = (path.name,), path.parent
+    status: os.stat_result | None = None
+    for part in parts:
+        current = current / part
+        try:
+            status = os.lstat(current)
+        except FileNotFoundError:
+            return path
+        except OSError as exc:
+            raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+        if stat.S_ISLNK(status.st_mode):
+            raise UserError(_link_refusal(current))
+    if status is not None and stat.S_ISREG(status.st_mode) and status.st_nlink > 1:
+        raise UserError(
+            f"{path} has {status.st_nlink - 1} other hard link(s), which may be outside the project; "
+            "awf-mcp does not write a project's configuration file that is shared with another: "
+            "copy it to a file of its own and rerun"
+        )
+    return path
+
+
+def _create_new(path: Path, mode: int) -> int:
+    """A descriptor of PATH created just now: never a file or link that was there before."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags, mode)
+    os.fchmod(fd, mode)
+    return fd
+
+
+def backup_names(path: Path) -> Iterator[Path]:
+    """Where the backup of PATH goes: ``PATH.bak``, else ``PATH.<time>.bak``, ``PATH.<time>-N.bak``."""
+    yield path.with_name(path.name + ".bak")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    yield path.with_name(f"{path.name}.{stamp}.bak")
+    for counter in range(1, 1000):
+        yield path.with_name(f"{path.name}.{stamp}-{counter}.bak")
+
+
+def backup(path: Path, content: bytes, *, like: Path) -> Path:
+    """Save CONTENT, what PATH held, as a new file beside PATH; return its name.
+
+    The first free name of :func:`backup_names` is created (``O_EXCL|O_NOFOLLOW``): an
+    existing backup is never overwritten, and a link planted at a backup's name, even a
+    dangling one, is never followed. The copy gets LIKE's permission bits and times.
+    """
+    status = os.stat(like)
+    mode = stat.S_IMODE(status.st_mode)
+    for name in backup_names(path):
+        try:
+            fd = _create_new(name, mode)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise UserError(f"cannot back up {path} to {name}: {exc.strerror or exc}") from None
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(content)
+                os.utime(handle.fileno(), ns=(status.st_atime_ns, status.st_mtime_ns))
+        except OSError as exc:
+            name.unlink(missing_ok=True)
+            raise UserError(f"cannot back up {path} to {name}: {exc.strerror or exc}") from None
+        return name
+    raise UserError(f"cannot back up {path}: too many backups beside it; remove old ones and rerun")
 
 
 def atomic_write(path: Path, text: str) -> None:
+    """Replace PATH by TEXT at once, keeping its permission bits; PATH itself is replaced (a link
+    at PATH is replaced, not followed: pass :func:`writable_target`'s answer)."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UserError(f"cannot write {path}: the new text is not valid Unicode") from None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        mode = path.stat().st_mode & 0o7777 if path.exists() else None
+        try:
+            mode: int | None = stat.S_IMODE(os.lstat(path).st_mode)
+        except FileNotFoundError:
+            mode = None
+        # mkstemp creates its file with O_EXCL|O_NOFOLLOW under a random name.
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-                handle.write(text)
-            if mode is not None:
-                os.chmod(tmp, mode)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                if mode is not None:
+                    os.fchmod(handle.fileno(), mode)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -168,9 +325,16 @@ def atomic_write(path: Path, text: str) -> None:
 # --------------------------------------------------------------------------- JSON
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def dump_json(data: Any) -> str:
-    """DATA as JSON the way every edited file is written: 2-space indent, UTF-8 kept."""
-    return json.dumps(data, indent=2, ensure_ascii=False)
+    """DATA as JSON the way every edited file is written: 2-space indent, UTF-8 kept.
+
+    A lone surrogate (read from a ``\\udXXX`` escape) is written back as that escape.
+    """
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def nest(keys: Sequence[str], value: Any) -> Any:
@@ -337,9 +501,12 @@ _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 def toml_str(value: str) -> str:
-    """VALUE as a TOML basic string."""
-    # JSON string escapes (\" \\ \n \t \uXXXX) are valid TOML basic-string escapes.
-    return json.dumps(value, ensure_ascii=False)
+    """VALUE as a TOML basic string; a :class:`ValueError` for a lone surrogate, which TOML cannot hold."""
+    if _SURROGATE.search(value):
+        raise ValueError("it holds a lone surrogate (\\udXXX), which is not text TOML can hold")
+    # JSON string escapes (\" \\ \n \t \uXXXX) are valid TOML basic-string escapes; TOML
+    # also wants DEL escaped.
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def toml_key(key: str) -> str:
@@ -347,16 +514,20 @@ def toml_key(key: str) -> str:
     return key if _BARE_KEY.match(key) else toml_str(key)
 
 
-def _toml_value(value: Any) -> str:
+def toml_value(value: Any) -> str:
+    """VALUE as a TOML value (a mapping as an inline table); a :class:`TypeError` for a value
+    TOML has no form for (``None``), a :class:`ValueError` for text it cannot hold."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
+    if isinstance(value, int | float):
+        return repr(value)
     if isinstance(value, str):
         return toml_str(value)
     if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
-    raise TypeError(f"no TOML form for {type(value).__name__}")
+        return "[" + ", ".join(toml_value(item) for item in value) + "]"
+    if isinstance(value, Mapping):
+        return "{ " + ", ".join(f"{toml_key(str(k))} = {toml_value(v)}" for k, v in value.items()) + " }"
+    raise TypeError(f"TOML has no form for {'null' if value is None else type(value).__name__}")
 
 
 def toml_table(keys: Sequence[str], table: Mapping[str, Any]) -> str:
@@ -370,7 +541,7 @@ def toml_table(keys: Sequence[str], table: Mapping[str, Any]) -> str:
         values = [(k, v) for k, v in node.items() if not isinstance(v, Mapping)]
         if values or not blocks:
             header = "[" + ".".join(toml_key(k) for k in path) + "]"
-            blocks.append("\n".join([header, *(f"{toml_key(k)} = {_toml_value(v)}" for k, v in values)]))
+            blocks.append("\n".join([header, *(f"{toml_key(k)} = {toml_value(v)}" for k, v in values)]))
         for key, child in node.items():
             if isinstance(child, Mapping):
                 emit([*path, key], child)
@@ -503,7 +674,7 @@ def toml_set_keys(table: Sequence[str], values: Mapping[str, Any]) -> TextEdit:
             else:
                 wanted[key] = value
         if start is None:
-            added = [f"{toml_key(k)} = {_toml_value(v)}\n" for k, v in values.items() if v is not None]
+            added = [f"{toml_key(k)} = {toml_value(v)}\n" for k, v in values.items() if v is not None]
             if not added:
                 return text
             header = "[" + ".".join(toml_key(k) for k in table_keys) + "]\n"
@@ -569,10 +740,10 @@ def _set_in_body(lines: list[str], start: int, end: int, values: Mapping[str, An
         if key is not None and key in pending:
             value = pending.pop(key)
             if value is not None:
-                kept.append(f"{toml_key(key)} = {_toml_value(value)}\n")
+                kept.append(f"{toml_key(key)} = {toml_value(value)}\n")
             continue
         kept.append(line)
-    added = [f"{toml_key(k)} = {_toml_value(v)}\n" for k, v in pending.items() if v is not None]
+    added = [f"{toml_key(k)} = {toml_value(v)}\n" for k, v in pending.items() if v is not None]
     # New keys go after the table's last key, before the blank lines and comments that trail it.
     last = max((i for i, line in enumerate(kept) if _key_of_line(line) is not None), default=-1)
     kept[last + 1 : last + 1] = added

@@ -105,15 +105,18 @@ def _current(profile: ClientProfile, path: Path) -> Mapping[str, Any]:
     return parse_json(text, path, comments=fmt == "jsonc")
 
 
-def _edit(profile: ClientProfile, path: Path, update: Any) -> Edit:
+def _edit(profile: ClientProfile, path: Path, update: Any, project: Path | None) -> Edit:
     fmt = file_format(profile)
     if fmt == "toml":
-        return Edit(path, fmt, update)
-    return Edit(path, fmt, json_edit(update, comments=fmt == "jsonc"))
+        return Edit(path, fmt, update, project)
+    return Edit(path, fmt, json_edit(update, comments=fmt == "jsonc"), project)
 
 
-def plan(profile: ClientProfile, path: Path) -> tuple[Edit, dict[str, Any]]:
-    """The edit that switches off PROFILE's own tools in PATH, and the record of what it adds."""
+def plan(profile: ClientProfile, path: Path, *, project: Path | None = None) -> tuple[Edit, dict[str, Any]]:
+    """The edit that switches off PROFILE's own tools in PATH, and the record of what it adds.
+
+    PROJECT: the project directory when PATH is a project's file (see :class:`.editors.Edit`).
+    """
     native = setting(profile)
     data = _current(profile, path)
     record: dict[str, Any] = {"keys": list(native.keys)}
@@ -129,7 +132,7 @@ def plan(profile: ClientProfile, path: Path) -> tuple[Edit, dict[str, Any]]:
         present = present if isinstance(present, list) else []
         record["added"] = [name for name in native.names if name not in present]
         update = add_to_list(native.keys, list(native.names))
-    return _edit(profile, path, update), record
+    return _edit(profile, path, update, project), record
 
 
 def remember(ledger: Path, path: Path, record: Mapping[str, Any]) -> None:
@@ -147,15 +150,17 @@ def remember(ledger: Path, path: Path, record: Mapping[str, Any]) -> None:
     _write_ledger(ledger, files)
 
 
-def replace(profile: ClientProfile, path: Path, *, ledger: Path) -> WriteReport:
+def replace(profile: ClientProfile, path: Path, *, ledger: Path, project: Path | None = None) -> WriteReport:
     """Switch off PROFILE's own tools in PATH, recording what was added in LEDGER."""
-    edit, record = plan(profile, path)
+    edit, record = plan(profile, path, project=project)
     report = apply_edits([edit])
     remember(ledger, path, record)
     return report
 
 
-def restore(profile: ClientProfile, path: Path, *, ledger: Path) -> tuple[WriteReport, str]:
+def restore(
+    profile: ClientProfile, path: Path, *, ledger: Path, project: Path | None = None
+) -> tuple[WriteReport, str]:
     """Remove from PATH exactly what :func:`replace` recorded; the report and a note for people."""
     native = setting(profile)
     files = _read_ledger(ledger)
@@ -176,7 +181,7 @@ def restore(profile: ClientProfile, path: Path, *, ledger: Path) -> tuple[WriteR
         update: Any = toml_set_keys(keys, values)
     else:
         update = remove_from_list(keys, [str(name) for name in record.get("added", [])])
-    report = apply_edits([_edit(profile, path, update)])
+    report = apply_edits([_edit(profile, path, update, project)])
     del files[str(path)]
     _write_ledger(ledger, files)
     what = ", ".join(record.get("added", [])) or ", ".join(record.get("previous", {}))

@@ -13,21 +13,29 @@ Contract
   server (awf-mcp relays stdio and Streamable HTTP only), with a note.
 * Names that awf-mcp cannot use (``_``, ``.``, over 32 characters) become a valid name,
   with a note.
+* Each table is checked before it is offered: it must be writable as TOML, read back
+  as the same values, and pass ``check`` (the CLI passes
+  :func:`awf_mcp.core.config.parse_settings`, what ``serve`` applies to its file). An
+  entry that fails is skipped, with one sentence naming it (``args`` holding ``null``,
+  a number, a lone surrogate...).
 * :func:`import_servers` without ``write`` only says what it would do and prints the
   tables. With ``write`` it appends them to ``awf-mcp.toml`` (servers already there are
-  kept and not overwritten), then removes the imported servers from the agent's file and
-  adds the single awf entry (``awf-mcp config CLIENT --write``). Every file that changes is
-  first copied to ``<file>.bak``; nothing is written when a file cannot be parsed.
+  kept and not overwritten), removes the imported servers from the agent's file and adds
+  the single awf entry (what ``awf-mcp config CLIENT --write`` adds), all in one
+  :func:`~awf_mcp.ops.editors.apply_edits`: the whole new ``awf-mcp.toml`` must pass
+  ``check`` first, or nothing is written and the agent's file keeps its servers. Each
+  file that changes gets one backup, of what it held before the command. The agent's
+  project file, and ``./awf-mcp.toml`` when no ``--config`` names it, are project files:
+  one that is a symbolic link is refused (see :func:`awf_mcp.ops.editors.writable_target`).
 
 Standard library only.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +43,18 @@ from awf_mcp.errors import UserError
 from awf_mcp.ops import clientconfig
 from awf_mcp.ops.clientprofiles import ServerEntry
 from awf_mcp.ops.editors import (
-    atomic_write,
-    backup,
+    Edit,
+    TextEdit,
+    apply_edits,
+    dump_json,
+    lookup,
     parse_json,
     parse_toml,
     read,
     toml_key,
     toml_replace_table,
-    toml_str,
+    toml_table,
+    writable_target,
 )
 
 IMPORT_CLIENTS = ("claude", "gemini", "codex")
@@ -95,12 +107,16 @@ def _convert(client: str, server: ServerEntry) -> tuple[dict[str, Any] | None, s
     return table, ""
 
 
+def _check_client(client: str) -> None:
+    if client not in IMPORT_CLIENTS:
+        raise UserError(f"cannot import from '{client}'; choose one of {', '.join(IMPORT_CLIENTS)}")
+
+
 def agent_servers(
     client: str, *, scope: str, cwd: Path, home: Path, env: Mapping[str, str]
 ) -> tuple[Path, dict[str, tuple[str, dict[str, Any]]], list[str]]:
     """The agent's server file, its importable servers (``awf name -> (agent name, table)``), notes."""
-    if client not in IMPORT_CLIENTS:
-        raise UserError(f"cannot import from '{client}'; choose one of {', '.join(IMPORT_CLIENTS)}")
+    _check_client(client)
     path = clientconfig.target_files(client, scope, cwd=cwd, home=home, env=env)["servers"]
     found = clientconfig.read_servers(client, path, scopes=(scope,), to_rewrite=True)
     if found.problem:
@@ -124,44 +140,82 @@ def agent_servers(
     return path, imported, notes
 
 
+SettingsCheck = Callable[[Mapping[str, Any], Path], object]
+"""Raises :class:`UserError` when parsed config content (for the file at PATH) would not load."""
+
+
+def _refusal(name: str, table: Mapping[str, Any], target: Path, check: SettingsCheck | None) -> str:
+    """Why TABLE, the server NAME, cannot be written to TARGET as it is; empty when it can."""
+    if check is not None:
+        try:
+            check({"servers": {name: table}}, target)
+        except UserError as exc:
+            return exc.message
+    try:
+        text = toml_table(("servers", name), table)
+    except (TypeError, ValueError) as exc:
+        return f"its settings cannot be written as TOML ({exc})"
+    try:
+        back = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        return f"its settings would not read back as TOML ({exc})"
+    if lookup(back, ("servers", name)) != table:
+        return "its settings would not read back as written"
+    return ""
+
+
 def toml_tables(servers: Mapping[str, tuple[str, Mapping[str, Any]]]) -> str:
     """``[servers.NAME]`` tables for ``servers``, values as written."""
-
-    def value(item: Any) -> str:
-        if isinstance(item, bool):
-            return "true" if item else "false"
-        if isinstance(item, int | float):
-            return repr(item)
-        if isinstance(item, list):
-            return "[" + ", ".join(value(v) for v in item) + "]"
-        if isinstance(item, dict):
-            return "{ " + ", ".join(f"{toml_key(k)} = {value(v)}" for k, v in item.items()) + " }"
-        return toml_str(str(item))
-
-    blocks = []
-    for name, (_, table) in servers.items():
-        lines = [f"[servers.{toml_key(name)}]"] + [f"{key} = {value(v)}" for key, v in table.items()]
-        blocks.append("\n".join(lines) + "\n")
-    return "\n".join(blocks)
+    return "\n".join(toml_table(("servers", name), table) for name, (_, table) in servers.items())
 
 
-def _without(client: str, text: str, names: list[str], path: Path) -> str:
-    if client == "codex":
-        before = parse_toml(text, path)
+def _without(client: str, names: list[str]) -> TextEdit:
+    """An edit of CLIENT's server file that removes the servers NAMES."""
+
+    def apply(old: str | None, path: Path) -> str:
+        text = old or ""
+        if client == "codex":
+            before = parse_toml(text, path)
+            for name in names:
+                header = f"[mcp_servers.{toml_key(name)}]\n"
+                text = toml_replace_table(("mcp_servers", name), header)(text, path).replace(header, "", 1)
+            expected = dict(before)
+            expected["mcp_servers"] = {k: v for k, v in before["mcp_servers"].items() if k not in names}
+            if not expected["mcp_servers"]:
+                del expected["mcp_servers"]
+            if parse_toml(text, path) != expected:
+                raise UserError(f"{path}: could not remove the imported servers cleanly; not touching it")
+            return text
+        data = parse_json(text, path)
         for name in names:
-            header = f"[mcp_servers.{toml_key(name)}]\n"
-            text = toml_replace_table(("mcp_servers", name), header)(text, path).replace(header, "", 1)
-        expected = dict(before)
-        expected["mcp_servers"] = {k: v for k, v in before["mcp_servers"].items() if k not in names}
-        if not expected["mcp_servers"]:
-            del expected["mcp_servers"]
-        if parse_toml(text, path) != expected:
-            raise UserError(f"{path}: could not remove the imported servers cleanly; not touching it")
-        return text
-    data = parse_json(text, path)
-    for name in names:
-        data["mcpServers"].pop(name, None)
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+            data["mcpServers"].pop(name, None)
+        return dump_json(data) + "\n"
+
+    return apply
+
+
+def _appended(tables: str, check: SettingsCheck | None) -> TextEdit:
+    """An edit that appends TABLES to an awf-mcp TOML file, refused unless the result loads."""
+
+    def apply(old: str | None, path: Path) -> str:
+        existing = old or ""
+        new = existing.rstrip("\n") + "\n\n" + tables if existing.strip() else tables
+        try:
+            data = tomllib.loads(new)
+        except tomllib.TOMLDecodeError as exc:
+            raise UserError(
+                f"{path} would not be valid TOML after the import ({exc}); nothing written"
+            ) from None
+        if check is not None:
+            try:
+                check(data, path)
+            except UserError as exc:
+                raise UserError(
+                    f"the import would leave {path} unloadable: {exc.message}; nothing written"
+                ) from None
+        return new
+
+    return apply
 
 
 def import_servers(
@@ -173,21 +227,44 @@ def import_servers(
     cwd: Path | None = None,
     home: Path | None = None,
     env: Mapping[str, str] | None = None,
+    check: SettingsCheck | None = None,
+    tools: Callable[[], Sequence[tuple[str, bool]]] | None = None,
 ) -> str:
-    """What ``awf-mcp servers import CLIENT [--write]`` prints; see the module docstring."""
+    """What ``awf-mcp servers import CLIENT [--write]`` prints; see the module docstring.
+
+    CONFIG: the awf-mcp TOML file the user named (None: ``./awf-mcp.toml``, a project
+    file). CHECK: what ``serve`` applies to that file's content. TOOLS: returns ``(name,
+    read_only)`` of every tool awf-mcp serves here, for the trust hint printed with the
+    awf entry (as :func:`awf_mcp.ops.clientconfig.configure` takes them); called only
+    with ``write``, once the new ``awf-mcp.toml`` has passed CHECK.
+    """
     cwd, home, env = clientconfig.locate(cwd, home, env)
     target = config or cwd / "awf-mcp.toml"
+    target_project = None if config is not None else cwd
     if target.suffix != ".toml":
         raise UserError(f"servers are imported into a TOML file; {target} is not one (pass --config x.toml)")
+    _check_client(client)
+    agent_project = clientconfig.project_of(scope, cwd)
+    # Links are refused before anything is read through them.
+    writable_target(
+        clientconfig.target_files(client, scope, cwd=cwd, home=home, env=env)["servers"], agent_project
+    )
+    writable_target(target, target_project)
     source, servers, notes = agent_servers(client, scope=scope, cwd=cwd, home=home, env=env)
     existing_text = read(target) or ""
     try:
-        existing = tomllib.loads(existing_text).get("servers", {})
+        parsed = tomllib.loads(existing_text)
+        existing = {**parsed.get("mcpServers", {}), **parsed.get("servers", {})}
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{target} is not valid TOML ({exc}); not touching it: fix it and rerun") from None
     for name in [n for n in servers if n in existing]:
         notes.append(f"'{name}' is already in {target}; kept as it is there")
         del servers[name]
+    for name, (agent_name, table) in list(servers.items()):
+        refusal = _refusal(name, table, target, check)
+        if refusal:
+            notes.append(f"skipped '{agent_name}': {refusal}")
+            del servers[name]
     tables = toml_tables(servers)
     out = [f"# from {source}", tables or "# (no servers to import)"] + [f"# note: {n}" for n in notes]
     if not write:
@@ -198,26 +275,28 @@ def import_servers(
         return "\n".join(out)
     if not servers:
         return "\n".join([*out, "nothing imported"])
-    agent_text = read(source) or ""
-    without = _without(client, agent_text, [agent for agent, _ in servers.values()], source)
-    if existing_text:
-        out.append(f"backed up {target} to {backup(target)}")
-    joined = existing_text.rstrip("\n") + "\n\n" + tables if existing_text.strip() else tables
-    tomllib.loads(joined)  # what is appended must parse with what is there
-    atomic_write(target, joined)
-    out.append(f"added {len(servers)} server(s) to {target}")
-    out.append(f"backed up {source} to {backup(source)}")
-    atomic_write(source, without)
-    out.append(f"removed {', '.join(agent for agent, _ in servers.values())} from {source}")
-    out.append(
-        clientconfig.configure(
-            client,
-            write_files=True,
-            scope=scope,
-            serve_args=["--config", str(target.resolve())],
-            cwd=cwd,
-            home=home,
-            env=env,
-        )
+    imported = [agent for agent, _ in servers.values()]
+    appended = _appended(tables, check)
+    appended(existing_text or None, target)  # refused here, before TOOLS starts anything
+    agent_format = clientconfig.PROFILES[client].format
+    entry: dict[str, Any] = {
+        "command": [*clientconfig.server_command(), "serve", "--config", str(target.resolve())],
+        "read_only_tools": clientconfig.read_only_names(tools() if tools is not None else None),
+        "trust": None,
+        "scope": scope,
+        "cwd": cwd,
+        "home": home,
+        "env": env,
+    }
+    report = apply_edits(
+        [
+            Edit(target, "toml", appended, target_project),
+            Edit(source, agent_format, _without(client, imported), agent_project),
+            *clientconfig.plan_write(client, **entry),
+        ]
     )
+    out.append(f"added {len(servers)} server(s) to {target}")
+    out.append(f"removed {', '.join(imported)} from {source} and added the awf entry")
+    out.append(clientconfig.render(client, **entry))
+    out.append(report.summary())
     return "\n".join(out)

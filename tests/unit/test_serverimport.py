@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from awf_mcp.core.config import parse_settings
 from awf_mcp.core.servers import parse
 from awf_mcp.errors import UserError
 from awf_mcp.ops.serverimport import import_servers
@@ -128,3 +129,113 @@ def test_a_file_that_would_not_be_rewritten_is_refused_before_the_preview(tmp_pa
     )
     with pytest.raises(UserError, match="is not valid JSON"):
         run(tmp_path, "gemini", write=False)
+
+
+# --------------------------------------------------------------------------- what is written is checked
+
+
+def run_checked(tmp_path: Path, client: str, write: bool, **kw: object) -> str:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return import_servers(
+        client,
+        write=write,
+        cwd=tmp_path,
+        home=home,
+        env={},
+        check=parse_settings,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_an_entry_serve_would_refuse_is_skipped_by_name_and_the_rest_imported(tmp_path: Path) -> None:
+    agent = {
+        "mcpServers": {
+            "bad": {"command": "x", "args": [1, None, {"a": "b"}]},
+            "time": {"command": "uvx", "args": ["mcp-server-time"]},
+        }
+    }
+    (tmp_path / ".mcp.json").write_text(json.dumps(agent))
+    out = run_checked(tmp_path, "claude", write=True)
+    assert "skipped 'bad': " in out and "None" not in (tmp_path / "awf-mcp.toml").read_text()
+    assert set(tomllib.loads((tmp_path / "awf-mcp.toml").read_text())["servers"]) == {"time"}
+    left = json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]
+    assert set(left) == {"bad", "awf"} and left["bad"] == agent["mcpServers"]["bad"]
+
+
+def test_an_import_left_with_nothing_valid_swaps_nothing(tmp_path: Path) -> None:
+    agent = {"mcpServers": {"bad": {"command": "x", "args": [1, None]}}}
+    (tmp_path / ".mcp.json").write_text(json.dumps(agent))
+    out = run_checked(tmp_path, "claude", write=True)
+    assert "skipped 'bad'" in out and "nothing imported" in out
+    assert json.loads((tmp_path / ".mcp.json").read_text()) == agent
+    assert not (tmp_path / "awf-mcp.toml").exists() and not (tmp_path / ".mcp.json.bak").exists()
+
+
+def test_del_round_trips_and_a_lone_surrogate_is_one_sentence(tmp_path: Path) -> None:
+    text = '{"mcpServers": {"del": {"command": "x", "args": ["a\\u007fb"]}, "sur": {"command": "a\\ud800"}}}'
+    (tmp_path / ".mcp.json").write_text(text)
+    out = run_checked(tmp_path, "claude", write=True)
+    assert "skipped 'sur': its settings cannot be written as TOML (it holds a lone surrogate" in out
+    ours = parse(tomllib.loads((tmp_path / "awf-mcp.toml").read_text()), "awf-mcp.toml", {})
+    assert [(s.name, s.args) for s in ours] == [("del", ("a\x7fb",))]
+    left = json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]
+    assert set(left) == {"sur", "awf"} and left["sur"]["command"] == "a\ud800"
+
+
+def test_a_config_that_would_not_load_after_the_import_swaps_nothing(tmp_path: Path) -> None:
+    (tmp_path / ".mcp.json").write_text(json.dumps(CLAUDE))
+    (tmp_path / "awf-mcp.toml").write_text("colour = 1\n")
+    with pytest.raises(
+        UserError, match=r"the import would leave .*awf-mcp\.toml unloadable: unknown key 'colour'"
+    ):
+        run_checked(tmp_path, "claude", write=True)
+    assert json.loads((tmp_path / ".mcp.json").read_text()) == CLAUDE
+    assert (tmp_path / "awf-mcp.toml").read_text() == "colour = 1\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".mcp.json", "awf-mcp.toml", "home"]
+
+
+def test_write_leaves_one_backup_per_file_of_what_the_user_had(tmp_path: Path) -> None:
+    (tmp_path / ".mcp.json").write_text(json.dumps(CLAUDE))
+    (tmp_path / "awf-mcp.toml").write_text('exclude = ["Bash"]\n')
+    run_checked(tmp_path, "claude", write=True)
+    backups = sorted(p.name for p in tmp_path.iterdir() if ".bak" in p.name)
+    assert backups == [".mcp.json.bak", "awf-mcp.toml.bak"]
+    assert json.loads((tmp_path / ".mcp.json.bak").read_text()) == CLAUDE
+    assert (tmp_path / "awf-mcp.toml.bak").read_text() == 'exclude = ["Bash"]\n'
+
+
+def test_a_second_import_keeps_the_first_backup(tmp_path: Path) -> None:
+    (tmp_path / ".mcp.json").write_text(json.dumps(CLAUDE))
+    run_checked(tmp_path, "claude", write=True)
+    swapped = (tmp_path / ".mcp.json").read_text()
+    again = {"mcpServers": {**json.loads(swapped)["mcpServers"], "new": {"command": "uvx"}}}
+    (tmp_path / ".mcp.json").write_text(json.dumps(again))
+    run_checked(tmp_path, "claude", write=True)
+    assert json.loads((tmp_path / ".mcp.json.bak").read_text()) == CLAUDE
+    [second] = [p for p in tmp_path.glob(".mcp.json.*.bak")]
+    assert json.loads(second.read_text()) == again
+
+
+def test_a_linked_agent_file_or_awf_config_in_the_project_is_refused(tmp_path: Path) -> None:
+    secret = tmp_path / "home" / "config.json"
+    secret.parent.mkdir()
+    secret.write_text(json.dumps(CLAUDE))
+    (tmp_path / ".mcp.json").symlink_to(secret)
+    for write in (False, True):
+        with pytest.raises(UserError, match=r"\.mcp\.json is a symbolic link"):
+            run_checked(tmp_path, "claude", write=write)
+    (tmp_path / ".mcp.json").unlink()
+    (tmp_path / ".mcp.json").write_text(json.dumps(CLAUDE))
+    (tmp_path / "awf-mcp.toml").symlink_to(tmp_path / "home" / "awf.toml")
+    with pytest.raises(UserError, match=r"awf-mcp\.toml is a symbolic link"):
+        run_checked(tmp_path, "claude", write=True)
+    assert json.loads(secret.read_text()) == CLAUDE and not (tmp_path / "home" / "awf.toml").exists()
+    assert json.loads((tmp_path / ".mcp.json").read_text()) == CLAUDE
+
+
+def test_the_trust_hint_names_the_read_only_tools_it_is_given(tmp_path: Path) -> None:
+    (tmp_path / ".mcp.json").write_text(json.dumps(CLAUDE))
+    tools = [("Read", True), ("LS", True), ("Bash", False), ("time_now", True)]
+    out = run_checked(tmp_path, "claude", write=True, tools=lambda: tools)
+    assert "for LS, Read, time_now" in out
