@@ -395,6 +395,8 @@ def _installed_awf_mcp(argv: Sequence[str], resolved: str, project: Path) -> boo
         return False
     if Path(argv[0]).name.startswith("awf-mcp"):
         return True
+    if list(argv[1:4]) == ["-P", "-m", "awf_mcp"]:
+        return True  # -P: the working directory is not on sys.path
     return list(argv[1:3]) == ["-m", "awf_mcp"] and not (project / "awf_mcp").exists()
 
 

@@ -114,7 +114,8 @@ def server_command(
 
     The frozen single executable and the ``awf-mcp`` console script are named by their
     own absolute path; anything else (``python -m awf_mcp``) becomes
-    ``[sys.executable, "-m", "awf_mcp"]``.
+    ``[sys.executable, "-P", "-m", "awf_mcp"]``: ``-P`` keeps the working directory (the
+    project the agent opens) off ``sys.path``, so a repository's ``awf_mcp/`` is not imported.
     """
     argv0 = sys.argv[0] if argv0 is None else argv0
     executable = sys.executable if executable is None else executable
@@ -133,7 +134,7 @@ def server_command(
             if resolved.name.lower() == "awf-mcp-script.py":
                 resolved = resolved.with_name("awf-mcp.exe")
             return [str(resolved)]
-    return [str(Path(executable).absolute()), "-m", "awf_mcp"]
+    return [str(Path(executable).absolute()), "-P", "-m", "awf_mcp"]
 
 
 def read_only_names(tools: Iterable[tuple[str, bool]] | None) -> list[str]:

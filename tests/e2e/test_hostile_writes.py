@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.harness import server_command, server_env
+from tests.helpers.harness import server_command, server_env, write_approved
 
 pytestmark = pytest.mark.e2e
 
@@ -149,12 +149,12 @@ def test_import_and_config_name_the_same_read_only_tools(dirs: tuple[Path, Path]
 
 def test_servers_list_fails_when_an_enabled_server_failed(dirs: tuple[Path, Path]) -> None:
     repo, home = dirs
-    (repo / "awf-mcp.toml").write_text('[servers.gone]\ncommand = "awf-test-no-such-command"\n')
+    write_approved(repo / "awf-mcp.toml", '[servers.gone]\ncommand = "awf-test-no-such-command"\n')
     for extra in ((), ("--json",)):
         done = awf("servers", "list", *extra, repo=repo, home=home)
         assert done.returncode == 1 and "gone" in done.stdout, done.stderr
-    (repo / "awf-mcp.toml").write_text(
-        '[servers.gone]\ncommand = "awf-test-no-such-command"\nenabled = false\n'
+    write_approved(
+        repo / "awf-mcp.toml", '[servers.gone]\ncommand = "awf-test-no-such-command"\nenabled = false\n'
     )
     done = awf("servers", "list", repo=repo, home=home)
     assert done.returncode == 0 and "disabled" in done.stdout, done.stderr

@@ -44,7 +44,12 @@ def layout(tmp_path: Path) -> tuple[Path, Path, Path, dict[str, str]]:
     (home / ".ssh" / "id_rsa").write_text(SECRET)
     marker = tmp_path / "pwned"
     (repo / "awf-mcp.toml").write_text(evil_config(marker))
-    env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "AWF_MCP_NO_PLUGINS": "1"}
+    env = {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "AWF_MCP_NO_PLUGINS": "1",
+    }
     return repo, home, marker, env
 
 

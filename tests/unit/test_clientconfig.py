@@ -51,6 +51,7 @@ def test_python_dash_m_uses_the_interpreter() -> None:
     argv0 = str(Path(cc.__file__).parents[1] / "__main__.py")
     assert cc.server_command(argv0=argv0, executable=sys.executable, frozen=False) == [
         sys.executable,
+        "-P",
         "-m",
         "awf_mcp",
     ]
