@@ -21,6 +21,8 @@ stdio
   JSON-RPC is logged and skipped.
 * A ``tools/list`` of more than :data:`MAX_LISTED_TOOLS` tools or :data:`MAX_LIST_PAGES`
   pages fails, so a server that pages forever cannot grow awf-mcp's memory without bound.
+  Pages are read one at a time as the provider takes them
+  (:meth:`UpstreamConnection.tool_pages`), so its byte bounds stop the listing early.
 * Its stderr goes to awf-mcp's log at INFO, each line prefixed ``[<server>]`` and cut at
   :data:`STDERR_LINE_CHARS`; the last lines are kept for the reason of a failed start.
 * Closing: stdin is closed, then after :data:`STDIN_GRACE_SECONDS` the process group gets
@@ -68,7 +70,7 @@ import signal
 import subprocess
 from asyncio.streams import FlowControlMixin
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -232,25 +234,32 @@ class UpstreamConnection:
             raise UpstreamFailure(self.spec.redact(f"the handshake failed: {exc}")) from None
         self.instructions = result.instructions
 
-    async def list_tools(self) -> list[ToolDefinition]:
-        """Every tool the server lists (all pages), under the server's own names."""
-        tools: list[ToolDefinition] = []
+    async def tool_pages(self) -> AsyncGenerator[list[ToolDefinition], None]:
+        """The server's tools (its own names), one page at a time: the next page is asked for only
+        when the caller takes it. The SDK's per-tool state is kept for the tools listed this time only."""
+        listed: set[str] = set()
         cursor: str | None = None
-        for _ in range(MAX_LIST_PAGES):
-            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            try:
-                page = await self.session.list_tools(params=params)
-            except MCPError as exc:
-                raise self._failure(exc) from None
-            tools.extend(tool_from_mcp(tool, self.spec.source) for tool in page.tools)
-            if len(tools) > MAX_LISTED_TOOLS:
-                raise UpstreamFailure(
-                    f"it listed more than {MAX_LISTED_TOOLS} tools; awf-mcp serves at most that many"
-                )
-            cursor = page.next_cursor
-            if not cursor:
-                return tools
-        raise UpstreamFailure(f"its tools/list went on for more than {MAX_LIST_PAGES} pages")
+        try:
+            for _ in range(MAX_LIST_PAGES):
+                params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+                try:
+                    page = await self.session.list_tools(params=params)
+                except MCPError as exc:
+                    raise self._failure(exc) from None
+                listed.update(tool.name for tool in page.tools)
+                if len(listed) > MAX_LISTED_TOOLS:
+                    raise UpstreamFailure(
+                        f"it listed more than {MAX_LISTED_TOOLS} tools; awf-mcp serves at most that many"
+                    )
+                cursor = page.next_cursor
+                tools = [tool_from_mcp(tool, self.spec.source) for tool in page.tools]
+                del page
+                yield tools
+                if not cursor:
+                    return
+            raise UpstreamFailure(f"its tools/list went on for more than {MAX_LIST_PAGES} pages")
+        finally:
+            _forget_unlisted(self.session, listed)
 
     async def call_tool(
         self, name: str, arguments: Mapping[str, Any], progress: ProgressCallback | None
@@ -283,6 +292,16 @@ class UpstreamConnection:
         if exc.error.code == types.CONNECTION_CLOSED or self.closed.is_set():
             return UpstreamGone(self.reason())
         return UpstreamFailure(self.spec.redact(f"server '{self.spec.name}' answered: {exc.error.message}"))
+
+
+def _forget_unlisted(session: ClientSession, listed: set[str]) -> None:
+    """Drop the SDK's per-tool state (output schemas, their validators, header maps) of tools not in
+    ``listed``: the session adds to it with every page and prunes only after a one-page listing, so a
+    server listing new tools, or large ones, on each of many pages would otherwise keep them all."""
+    for state in ("_tool_output_schemas", "_tool_output_validators", "_x_mcp_header_maps"):
+        kept: dict[str, Any] | None = getattr(session, state, None)
+        if kept is not None:
+            setattr(session, state, {name: value for name, value in kept.items() if name in listed})
 
 
 def tool_from_mcp(tool: types.Tool, source: str) -> ToolDefinition:
