@@ -166,8 +166,9 @@ MAX_UPSTREAM_DEFINITION_BYTES = 6 * 1024 * 1024
 """The most definition bytes served of all servers together: with more than six servers enabled,
 each gets an equal share. Built-ins and plugins add tens of KB: the ``tools/list`` answer stays
 well below the 10 MiB frame limit (:data:`~awf_mcp.wire.framing.MAX_MESSAGE_BYTES`)."""
-MAX_LISTING_BYTES = 4 * MAX_SERVER_DEFINITION_BYTES
-"""The most definition bytes read in one listing, served or not: no page is asked for after that."""
+MAX_LISTING_BYTES = 32 * 1024 * 1024
+"""The most definition bytes read in one listing, served or not: no page is asked for after that.
+Each page is dropped once taken; what the SDK keeps of a page (output schemas) stays below it."""
 MAX_INSTRUCTIONS_BYTES = 32 * 1024
 """The largest ``instructions`` of one server relayed in awf-mcp's own."""
 MAX_RELAYED_INSTRUCTIONS_BYTES = 256 * 1024
@@ -288,10 +289,10 @@ class _Listing:
 
     def take(self, tool: ToolDefinition) -> bool:
         """Keep ``tool``, or note why it is left out; ``False`` when no further tool is to be read."""
-        size = definition_bytes(tool)
-        self._read_bytes += size
         if self._read_bytes > MAX_LISTING_BYTES:
             return self._stop(tool, MAX_LISTING_BYTES, "reads")
+        size = definition_bytes(tool)
+        self._read_bytes += size
         if tool.name in self._names:
             self.left_out.append(f"tool '{tool.name}' is listed twice: the second is left out")
         elif size > MAX_TOOL_DEFINITION_BYTES:

@@ -262,7 +262,7 @@ def test_faulty_upstreams_are_reported_by_name_and_the_others_served(tmp_path: P
         listed = server.request("tools/list")
         elapsed = time.monotonic() - started
         names = {tool["name"] for tool in listed["result"]["tools"]}
-        assert names == {"fake_audio", "fake_wait", "fake_leak", "fake_big"}
+        assert names == {"fake_audio", "fake_wait", "fake_leak", "fake_big", "fake_progress"}
         errors = server.stderr()
         assert "server 'silent' not served: it did not list its tools within 1 s" in errors
         assert "server 'garbage' not served" in errors
@@ -386,7 +386,14 @@ def test_servers_list_shows_states_and_tools_and_no_secret(tmp_path: Path, marke
     rows = {row["name"]: row for row in json.loads(done.stdout)["servers"]}
     assert rows["fake"]["state"] == "running"
     # As the server lists them, prefixed: bad.name too, which `tools list` leaves out until renamed.
-    assert rows["fake"]["tools"] == ["fake_audio", "fake_bad.name", "fake_big", "fake_leak", "fake_wait"]
+    assert rows["fake"]["tools"] == [
+        "fake_audio",
+        "fake_bad.name",
+        "fake_big",
+        "fake_leak",
+        "fake_progress",
+        "fake_wait",
+    ]
     assert rows["fake"]["env"] == ["FAKE_SECRET"]
     assert rows["quitter"]["state"] == "failed" and "it exited with code 3" in rows["quitter"]["reason"]
     assert rows["off"]["state"] == "disabled"
