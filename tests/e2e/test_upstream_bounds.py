@@ -25,7 +25,10 @@ pytestmark = pytest.mark.e2e
 SIX_MB = 6_000_000
 
 
-def test_two_tools_of_6_mb_are_left_out_and_every_other_tool_is_listed(tmp_path: Path, markers: Path) -> None:
+def test_two_tools_of_6_mb_are_left_out_and_every_other_tool_is_listed(
+    tmp_path: Path,
+    markers: Path,  # noqa: F811  (the imported fixture)
+) -> None:
     config = write_config(tmp_path, fake("fake", "good", markers, env={"FAKE_HUGE": f"2:{SIX_MB}"}))
     with RawServer("--config", config, env=NO_PLUGINS, cwd=tmp_path) as server:
         server.initialize()
@@ -58,7 +61,8 @@ def test_two_tools_of_6_mb_are_left_out_and_every_other_tool_is_listed(tmp_path:
 
 
 def test_two_servers_with_6_mb_of_instructions_leave_them_out_and_initialize_answers(
-    tmp_path: Path, markers: Path
+    tmp_path: Path,
+    markers: Path,  # noqa: F811  (the imported fixture)
 ) -> None:
     huge = {"FAKE_INSTRUCTIONS_BYTES": str(SIX_MB)}
     config = write_config(
@@ -82,7 +86,10 @@ def test_two_servers_with_6_mb_of_instructions_leave_them_out_and_initialize_ans
         )
 
 
-def test_a_tool_listed_twice_is_served_once(tmp_path: Path, markers: Path) -> None:
+def test_a_tool_listed_twice_is_served_once(
+    tmp_path: Path,
+    markers: Path,  # noqa: F811  (the imported fixture)
+) -> None:
     config = write_config(tmp_path, fake("fake", "good", markers, env={"FAKE_DUPLICATE": "wait"}))
     with RawServer("--config", config, env=NO_PLUGINS, cwd=tmp_path) as server:
         server.initialize()
@@ -92,7 +99,8 @@ def test_a_tool_listed_twice_is_served_once(tmp_path: Path, markers: Path) -> No
 
 
 def test_an_upstream_tool_taking_a_built_ins_name_gives_way_with_the_rename_line(
-    tmp_path: Path, markers: Path
+    tmp_path: Path,
+    markers: Path,  # noqa: F811  (the imported fixture)
 ) -> None:
     config = write_config(
         tmp_path, fake("fake", "good", markers), '[rename]\n"server:fake/fake_wait" = "Read"\n'
@@ -108,7 +116,8 @@ def test_an_upstream_tool_taking_a_built_ins_name_gives_way_with_the_rename_line
 
 
 def test_the_suggested_rename_line_of_a_server_that_hangs_at_start_up_is_not_fatal(
-    tmp_path: Path, markers: Path
+    tmp_path: Path,
+    markers: Path,  # noqa: F811  (the imported fixture)
 ) -> None:
     config = write_config(
         tmp_path,
@@ -126,7 +135,8 @@ def test_the_suggested_rename_line_of_a_server_that_hangs_at_start_up_is_not_fat
 
 
 def test_progress_the_agent_does_not_read_is_coalesced_and_the_latest_arrives(
-    tmp_path: Path, markers: Path
+    tmp_path: Path,
+    markers: Path,  # noqa: F811  (the imported fixture)
 ) -> None:
     count, size = 300, 100_000
     config = write_config(tmp_path, fake("fake", "good", markers))
