@@ -10,19 +10,26 @@ is served, and what was left out is said on stderr (and in ``servers list``).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from awf_mcp.core.upstream import MAX_INSTRUCTIONS_BYTES, MAX_TOOL_DEFINITION_BYTES
-from tests.e2e.test_upstream import NO_PLUGINS, fake, markers, write_config  # noqa: F401  (the fixture)
-from tests.helpers.harness import RawServer, server_command, wait_until
+from tests.e2e.test_upstream import NO_PLUGINS, fake, markers, servers_list, write_config  # noqa: F401  (the fixture)
+from tests.helpers.harness import RawServer, wait_until
 
 pytestmark = pytest.mark.e2e
 
 SIX_MB = 6_000_000
+
+
+def served_tools(config: str, cwd: Path) -> tuple[dict[str, Any], str]:
+    """The tools ``serve`` lists with ``config`` (by name), and what it wrote on stderr."""
+    with RawServer("--config", config, env=NO_PLUGINS, cwd=cwd) as server:
+        server.initialize()
+        listed = server.request("tools/list", timeout=30)["result"]["tools"]
+        return {tool["name"]: tool for tool in listed}, server.stderr()
 
 
 def test_two_tools_of_6_mb_are_left_out_and_every_other_tool_is_listed(
@@ -30,27 +37,16 @@ def test_two_tools_of_6_mb_are_left_out_and_every_other_tool_is_listed(
     markers: Path,  # noqa: F811  (the imported fixture)
 ) -> None:
     config = write_config(tmp_path, fake("fake", "good", markers, env={"FAKE_HUGE": f"2:{SIX_MB}"}))
-    with RawServer("--config", config, env=NO_PLUGINS, cwd=tmp_path) as server:
-        server.initialize()
-        listed = server.request("tools/list", timeout=30)
-        names = {tool["name"] for tool in listed["result"]["tools"]}
-        assert {"Read", "Bash", "fake_wait", "fake_audio"} <= names
-        assert not any(name.startswith("fake_huge") for name in names)
-        errors = server.stderr()
+    names, errors = served_tools(config, tmp_path)
+    assert {"Read", "Bash", "fake_wait", "fake_audio"} <= set(names)
+    assert not any(name.startswith("fake_huge") for name in names)
     for page in (1, 2):
         assert (
             f"server 'fake': tool 'huge{page}' is left out: its definition takes 6,000,0" in errors
             and f"over the {MAX_TOOL_DEFINITION_BYTES:,} awf-mcp serves of one tool" in errors
         )
 
-    done = subprocess.run(
-        server_command("servers", "list", "--json", "--config", config),
-        capture_output=True,
-        text=True,
-        env={**os.environ, **NO_PLUGINS},
-        cwd=tmp_path,
-        timeout=60,
-    )
+    done = servers_list(config, tmp_path, NO_PLUGINS)
     assert done.returncode == 0, done.stderr
     [row] = json.loads(done.stdout)["servers"]
     assert row["state"] == "running" and "fake_wait" in row["tools"]
@@ -94,8 +90,9 @@ def test_a_tool_listed_twice_is_served_once(
     with RawServer("--config", config, env=NO_PLUGINS, cwd=tmp_path) as server:
         server.initialize()
         names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
-        assert names.count("fake_wait") == 1 and "Read" in names
-        assert "server 'fake': tool 'wait' is listed twice: the second is left out" in server.stderr()
+        errors = server.stderr()
+    assert names.count("fake_wait") == 1 and "Read" in names
+    assert "server 'fake': tool 'wait' is listed twice: the second is left out" in errors
 
 
 def test_an_upstream_tool_taking_a_built_ins_name_gives_way_with_the_rename_line(
@@ -105,12 +102,9 @@ def test_an_upstream_tool_taking_a_built_ins_name_gives_way_with_the_rename_line
     config = write_config(
         tmp_path, fake("fake", "good", markers), '[rename]\n"server:fake/fake_wait" = "Read"\n'
     )
-    with RawServer("--config", config, env=NO_PLUGINS, cwd=tmp_path) as server:
-        server.initialize()
-        tools = {tool["name"]: tool for tool in server.request("tools/list")["result"]["tools"]}
-        assert "fake_audio" in tools and "fake_wait" not in tools
-        assert tools["Read"]["description"] != "Sleep."  # the built-in kept its name
-        errors = server.stderr()
+    tools, errors = served_tools(config, tmp_path)
+    assert "fake_audio" in tools and "fake_wait" not in tools
+    assert tools["Read"]["description"] != "Sleep."  # the built-in kept its name
     assert "server 'fake': tool 'wait' is left out: its name 'Read' is already taken by builtin" in errors
     assert 'add to awf-mcp.toml under [rename]: "server:fake/fake_wait" = "fake_wait"' in errors
 
@@ -125,11 +119,8 @@ def test_the_suggested_rename_line_of_a_server_that_hangs_at_start_up_is_not_fat
         fake("fake", "good", markers),
         '[rename]\n"server:hangs/hangs_bad.name" = "hangs_bad_name"\n',
     )
-    with RawServer("--config", config, env=NO_PLUGINS, cwd=tmp_path) as server:
-        server.initialize()
-        names = {tool["name"] for tool in server.request("tools/list")["result"]["tools"]}
-        assert {"Read", "fake_wait"} <= names
-        errors = server.stderr()
+    names, errors = served_tools(config, tmp_path)
+    assert {"Read", "fake_wait"} <= set(names)
     assert "server 'hangs' not served: it did not list its tools within 1 s" in errors
     assert "rename of 'server:hangs/hangs_bad.name' not applied: no server serves that tool now" in errors
 

@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import http.server
 import json
-import os
 import socket
-import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_upstream import NO_PLUGINS, write_config
-from tests.helpers.harness import RawServer, server_command
+from tests.e2e.test_upstream import NO_PLUGINS, servers_list, write_config
+from tests.helpers.harness import RawServer
 
 pytestmark = pytest.mark.e2e
 
@@ -69,14 +67,7 @@ def test_servers_list_says_why_each_http_upstream_could_not_be_reached(
         http_table("tls", f"https://127.0.0.1:{not_found_port}/mcp"),
         http_table("missing", f"http://127.0.0.1:{not_found_port}/mcp"),
     )
-    done = subprocess.run(
-        server_command("servers", "list", "--json", "--config", config),
-        capture_output=True,
-        text=True,
-        env={**os.environ, **NO_PLUGINS},
-        cwd=tmp_path,
-        timeout=60,
-    )
+    done = servers_list(config, tmp_path, NO_PLUGINS)
     reasons = {row["name"]: row["reason"] for row in json.loads(done.stdout)["servers"]}
     assert f"connection refused at 127.0.0.1:{refused}" in reasons["refused"]
     assert "name not resolved: no-such-host.invalid" in reasons["unresolved"]
