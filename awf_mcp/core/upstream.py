@@ -115,6 +115,7 @@ from typing import Any, Protocol
 
 import anyio
 
+from awf_mcp import budget
 from awf_mcp.core.observability import (
     CallRequests,
     RequestOutcome,
@@ -257,7 +258,9 @@ Connect = Callable[[ServerSpec, str], AbstractAsyncContextManager[UpstreamSessio
 
 def definition_bytes(tool: ToolDefinition) -> int:
     """About how many bytes ``tool`` takes in a ``tools/list`` answer: its fields as UTF-8 JSON."""
-    return json_size([tool.name, tool.description, tool.input_schema, tool.output_schema, tool.annotations])
+    return budget.json_size(
+        [tool.name, tool.description, tool.input_schema, tool.output_schema, tool.annotations]
+    )
 
 
 def _text_bytes(text: str) -> int:
