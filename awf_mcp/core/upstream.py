@@ -279,6 +279,14 @@ def backoff_seconds(deaths: int) -> float:
     return float(min(0.5 * 2 ** (deaths - 2), MAX_BACKOFF_SECONDS))
 
 
+SHOWN_NAME_CHARS = 80
+"""How much of a tool's name a sentence about what was left out quotes."""
+
+
+def _shown(name: str) -> str:
+    return name if len(name) <= SHOWN_NAME_CHARS else name[:SHOWN_NAME_CHARS] + "…"
+
+
 class _Listing:
     """One listing of a server's tools under its byte bounds (see the module docstring)."""
 
@@ -297,10 +305,10 @@ class _Listing:
         size = definition_bytes(tool)
         self._read_bytes += size
         if tool.name in self._names:
-            self.left_out.append(f"tool '{tool.name}' is listed twice: the second is left out")
+            self.left_out.append(f"tool '{_shown(tool.name)}' is listed twice: the second is left out")
         elif size > MAX_TOOL_DEFINITION_BYTES:
             self.left_out.append(
-                f"tool '{tool.name}' is left out: its definition takes {size:,} bytes, over the "
+                f"tool '{_shown(tool.name)}' is left out: its definition takes {size:,} bytes, over the "
                 f"{MAX_TOOL_DEFINITION_BYTES:,} awf-mcp serves of one tool"
             )
         elif self._kept_bytes + size > self.served_bytes:
@@ -313,8 +321,8 @@ class _Listing:
 
     def _stop(self, tool: ToolDefinition, bound: int, verb: str) -> bool:
         self.left_out.append(
-            f"its tools from '{tool.name}' on are left out: their definitions pass the {bound:,} bytes "
-            f"awf-mcp {verb} of one server"
+            f"its tools from '{_shown(tool.name)}' on are left out: their definitions pass the "
+            f"{bound:,} bytes awf-mcp {verb} of one server"
         )
         return False
 

@@ -372,14 +372,16 @@ async def test_a_tool_too_large_or_listed_twice_is_left_out_and_the_rest_served(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     huge = "x" * (MAX_TOOL_DEFINITION_BYTES + 1)
-    behaviour = Behaviour(tools=("echo", "huge", "echo", "wait"), descriptions={"huge": huge})
+    long = "n" * 50_000
+    behaviour = Behaviour(tools=("echo", "huge", "echo", "wait", long, long), descriptions={"huge": huge})
     provider = UpstreamProvider(spec(), fake_connect(behaviour))
     tools = await provider.start()
-    assert [tool.name for tool in tools] == ["fake_echo", "fake_wait"]
+    assert [tool.name for tool in tools] == ["fake_echo", "fake_wait", f"fake_{long}"]
     assert provider.left_out == [
         f"tool 'huge' is left out: its definition takes {size_of('huge', huge):,} bytes, over the "
         f"{MAX_TOOL_DEFINITION_BYTES:,} awf-mcp serves of one tool",
         "tool 'echo' is listed twice: the second is left out",
+        f"tool '{long[:80]}…' is listed twice: the second is left out",
     ]
     assert "server 'fake': tool 'huge' is left out" in caplog.text
     assert "server 'fake': tool 'echo' is listed twice" in caplog.text
