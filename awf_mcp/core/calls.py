@@ -24,6 +24,9 @@ Contract
   ``current_call().output_budget`` and may size its result itself; whatever it
   returns then passes :func:`~awf_mcp.budget.fit_result`, which cuts text over the
   budget with one note and turns structured content over it into an error.
+* A call's progress goes out in order; while the client does not read, at most
+  :data:`MAX_PROGRESS_BACKLOG_BYTES` of it waits, the oldest dropped first (the latest
+  always goes out).
 """
 
 from __future__ import annotations
