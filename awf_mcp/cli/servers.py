@@ -5,14 +5,15 @@ shows the configured upstream MCP servers, their state and tools:
 
 Every enabled server is started exactly as ``awf-mcp serve`` starts it (concurrently,
 each bounded by its ``startup_timeout_seconds``), asked for its tools, and stopped.
-A server shows as ``running`` (with its tools, under their served names), ``failed``
-(with the reason) or ``disabled``. Nothing secret is shown: ``env`` and ``headers`` by
+A server shows as ``running`` (with its tools, under their served names, and a sentence for
+each tool or ``instructions`` left out for passing a byte bound), ``failed`` (with the reason)
+or ``disabled``. Nothing secret is shown: ``env`` and ``headers`` by
 key only, ``args`` and ``url`` as written in the file, before ``${VAR}`` expansion.
 
 ``--json`` prints ``{"servers": [{"name", "transport", "enabled", "state", "reason",
-"tools", "command", "args", "env", "cwd" | "url", "headers"}]}``, plus ``"ignored_config":
-{"path", "approval", "would", "fix"}`` when a project's config file was not used because the
-user has not approved it (:mod:`awf_mcp.core.trust`).
+"tools", "left_out", "command", "args", "env", "cwd" | "url", "headers"}]}``, plus
+``"ignored_config": {"path", "approval", "would", "fix"}`` when a project's config file was
+not used because the user has not approved it (:mod:`awf_mcp.core.trust`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def _states(settings: Settings) -> list[dict[str, Any]]:
 
     from awf_mcp.cli import runtime
     from awf_mcp.core.servers import ServerSpec
+    from awf_mcp.core.upstream import UpstreamProvider
 
     specs: dict[str, ServerSpec] = {spec.name: spec for spec in settings.servers}
 
@@ -48,6 +50,12 @@ def _states(settings: Settings) -> list[dict[str, Any]]:
                 row["state"] = "running" if record.ok else state
                 row["reason"] = reason
                 row["tools"] = record.tool_names
+                row["left_out"] = [
+                    sentence
+                    for entry in record.providers
+                    if isinstance(entry.provider, UpstreamProvider)
+                    for sentence in entry.provider.left_out
+                ]
                 shown.append(row)
             return shown
         finally:
@@ -100,6 +108,7 @@ def servers_list(
     table = Table("server", "transport", "state", "tools")
     for row in rows:
         state = row["state"] + (f": {row['reason']}" if row["reason"] else "")
+        state += "".join(f"\n{sentence}" for sentence in row["left_out"])
         tools = ", ".join(row["tools"]) if row["tools"] else "-"
         table.add_row(row["name"], row["transport"], state, tools)
     Console().print(table)

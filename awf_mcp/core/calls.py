@@ -24,16 +24,19 @@ Contract
   ``current_call().output_budget`` and may size its result itself; whatever it
   returns then passes :func:`~awf_mcp.budget.fit_result`, which cuts text over the
   budget with one note and turns structured content over it into an error.
+* A call's progress goes out in order; while the client does not read, at most
+  :data:`MAX_PROGRESS_BACKLOG_BYTES` of it waits, the oldest dropped first (the latest
+  always goes out).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import json
 import logging
-import math
 import time
 from collections.abc import Awaitable, Callable, Hashable, Mapping
 from dataclasses import dataclass
@@ -69,6 +72,12 @@ from awf_mcp.ports import (
 log = logging.getLogger("awf_mcp.core.calls")
 
 PROGRESS_DRAIN_SECONDS = 1.0
+MAX_PROGRESS_BACKLOG_BYTES = 256 * 1024
+"""The most bytes of one call's progress notifications waiting for a client that does not read (on top
+of the 4 MiB the writer holds, :data:`~awf_mcp.wire.framing.MAX_BACKLOG_BYTES`); past it the oldest
+waiting are dropped."""
+PROGRESS_OVERHEAD_BYTES = 128
+"""What one progress notification is counted as, besides its message."""
 #: The error of a call the client cancelled (it gets no result: the SDK answers nothing).
 CANCELLED = "cancelled by the client"
 
@@ -383,6 +392,39 @@ def _no_pump() -> None:
     return None
 
 
+class _ProgressBacklog:
+    """Progress waiting for the client, at most :data:`MAX_PROGRESS_BACKLOG_BYTES` of it (see
+    :func:`_progress_pump`): past that the oldest waiting are dropped, never the latest."""
+
+    def __init__(self) -> None:
+        self.items: collections.deque[tuple[float, float | None, str | None]] = collections.deque()
+        self.bytes = 0
+        self.dropped = 0
+        self.closed = False
+        self.wake = anyio.Event()
+
+    @staticmethod
+    def size(item: tuple[float, float | None, str | None]) -> int:
+        return PROGRESS_OVERHEAD_BYTES + (len(item[2].encode("utf-8", "surrogatepass")) if item[2] else 0)
+
+    def offer(self, item: tuple[float, float | None, str | None]) -> None:
+        if self.closed:
+            return
+        self.items.append(item)
+        self.bytes += self.size(item)
+        while self.bytes > MAX_PROGRESS_BACKLOG_BYTES and len(self.items) > 1:
+            self.bytes -= self.size(self.items.popleft())
+            self.dropped += 1
+        self.wake.set()
+
+    def take(self) -> tuple[float, float | None, str | None] | None:
+        if not self.items:
+            return None
+        item = self.items.popleft()
+        self.bytes -= self.size(item)
+        return item
+
+
 def _progress_pump(
     group: anyio.abc.TaskGroup, sink: ProgressSink
 ) -> tuple[Callable[[float, float | None, str | None], None], Callable[[], None]]:
@@ -390,39 +432,43 @@ def _progress_pump(
 
     Ending it lets the notifications already reported go out first (at most
     ``PROGRESS_DRAIN_SECONDS``), so a report made just before the tool returns
-    is never lost.
+    is never lost. While the client does not read (``sink`` waits), at most
+    :data:`MAX_PROGRESS_BACKLOG_BYTES` of notifications wait; past that the oldest waiting
+    are dropped (progress is a state: the latest says it all), so the latest always goes out.
     """
     loop = asyncio.get_running_loop()
-    send, receive = anyio.create_memory_object_stream[tuple[float, float | None, str | None]](
-        max_buffer_size=math.inf
-    )
+    backlog = _ProgressBacklog()
 
     async def pump() -> None:
         with anyio.CancelScope() as scope:
             scopes.append(scope)
-            async with receive:
-                async for progress, total, message in receive:
-                    try:
-                        await sink(progress, total, message)
-                    except Exception:
-                        log.debug("progress notification failed", exc_info=True)
+            while True:
+                item = backlog.take()
+                if item is None:
+                    if backlog.closed:
+                        break
+                    await backlog.wake.wait()
+                    backlog.wake = anyio.Event()
+                    continue
+                try:
+                    await sink(*item)
+                except Exception:
+                    log.debug("progress notification failed", exc_info=True)
+        if backlog.dropped:
+            log.debug("%d progress notifications dropped while the client was not reading", backlog.dropped)
 
     scopes: list[anyio.CancelScope] = []
     group.start_soon(pump)
 
     def finish() -> None:
-        send.close()
+        backlog.closed = True
+        backlog.wake.set()
         for scope in scopes:
             scope.deadline = anyio.current_time() + PROGRESS_DRAIN_SECONDS
 
     def report(progress: float, total: float | None = None, message: str | None = None) -> None:
         item = (float(progress), None if total is None else float(total), message)
         with contextlib.suppress(RuntimeError):  # the loop has closed: the call is over
-            loop.call_soon_threadsafe(_offer, send, item)
+            loop.call_soon_threadsafe(backlog.offer, item)
 
     return report, finish
-
-
-def _offer(send: Any, item: tuple[float, float | None, str | None]) -> None:
-    with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-        send.send_nowait(item)

@@ -14,9 +14,16 @@ loader and the :class:`~awf_mcp.core.config.Settings`, and returns a
 * The AWF ``plugin_tools`` selection, ``only`` and ``exclude`` (names or
   ``fnmatch`` globs) narrow the set; ``rename`` (keyed by tool name, or by
   ``<source>/<name>`` when the name alone is ambiguous) renames tools.
-* Any name claimed twice — across plugins or inside one — is a fatal
+* Any name claimed twice by plugins — across plugins or inside one — is a fatal
   :class:`~awf_mcp.errors.ToolNameError` naming the tool, both sources and the
-  two ways out (exclude one, or rename one).
+  two ways out (exclude one, or rename one). When an upstream server's tool is one of
+  the two, that tool gives way instead (the second, when both are a server's): it is
+  left out with a warning showing the ``[rename]`` line that serves it too (fatal with
+  ``strict``).
+* A ``[rename]`` key that names no offered tool is a :class:`~awf_mcp.errors.ConfigError`,
+  except a key naming a server's tool (``server:<name>/…``, or ``<name>_…`` of a
+  configured server): that server may have failed, or not list the tool yet; a warning says
+  the rename is not applied.
 * Upstream servers' tools (source ``server:<name>``) are checked one by one, after
   ``[rename]``, ``only`` and ``exclude``: one whose name breaks the rules, or whose input
   schema is not an object schema, is left out with a warning (fatal with ``strict``);
@@ -42,7 +49,7 @@ from __future__ import annotations
 import fnmatch
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -209,17 +216,22 @@ def _toml_string(text: str) -> str:
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 
-def rename_advice(tool: ToolDefinition, server: str) -> str:
+def rename_advice(tool: ToolDefinition, server: str, taken: Container[str] = ()) -> str:
     """The ``[rename]`` line that gives upstream ``tool`` (prefixed ``<server>_``) a valid name.
 
     The suggested name keeps the ``<server>_`` prefix, replaces every run of other
-    characters with ``_``, and is cut so that a client's ``mcp__awf__`` prefix still
-    fits in 64 characters.
+    characters with ``_``, is cut so that a client's ``mcp__awf__`` prefix still
+    fits in 64 characters, and ends in ``_2``, ``_3``… when it is one of ``taken``.
     """
     room = MAX_TOOL_NAME_LENGTH - len(client_tool_name(CLIENT_SERVER_NAME, "_")) + 1
     own = tool.name.removeprefix(f"{server}_")
     cleaned = _NAME_UNSAFE.sub("_", own).strip("_") or "tool"
     suggested = f"{server}_{cleaned}"[:room].rstrip("_-")
+    number = 1
+    while suggested in taken:
+        number += 1
+        ending = f"_{number}"
+        suggested = f"{server}_{cleaned}"[: room - len(ending)].rstrip("_-") + ending
     key = f"{tool.source}/{tool.name}"
     return f"add to awf-mcp.toml under [rename]: {_toml_string(key)} = {_toml_string(suggested)}"
 
@@ -270,6 +282,42 @@ def _collision(name: str, first: RegisteredTool, second: RegisteredTool) -> Tool
     )
 
 
+def _is_upstream(tool: RegisteredTool) -> bool:
+    return tool.definition.source.startswith(SERVER_SOURCE_PREFIX)
+
+
+def _start_collision(
+    name: str, first: RegisteredTool, second: RegisteredTool, settings: Settings, taken: Container[str]
+) -> RegisteredTool:
+    """The tool that keeps ``name`` at start-up: an upstream's tool gives way (with a warning naming the
+    ``[rename]`` line that serves it too); between plugins, or with ``strict``, the collision is fatal."""
+    if settings.strict or not (_is_upstream(first) or _is_upstream(second)):
+        raise _collision(name, first, second)
+    keep, drop = (first, second) if _is_upstream(second) else (second, first)
+    server = drop.definition.source.removeprefix(SERVER_SOURCE_PREFIX)
+    original = replace(drop.definition, name=drop.original_name)
+    log.warning(
+        "server '%s': tool '%s' is left out: its name '%s' is already taken by %s; %s",
+        server,
+        drop.original_name.removeprefix(f"{server}_"),
+        name,
+        keep.definition.source,
+        rename_advice(original, server, taken),
+    )
+    return keep
+
+
+def _names_a_server_tool(key: str, records: Sequence[PluginRecord]) -> bool:
+    """Whether a ``[rename]`` key names an upstream server's tool (listed now or not: a server that
+    failed, or has not listed that tool yet)."""
+    if key.startswith(SERVER_SOURCE_PREFIX):
+        return True
+    return any(
+        record.source.startswith(SERVER_SOURCE_PREFIX) and key.startswith(f"{record.name}_")
+        for record in records
+    )
+
+
 def _select_proxy_tools(
     settings: Settings, records: Sequence[PluginRecord], *, lenient: bool = False
 ) -> set[str] | None:
@@ -288,6 +336,8 @@ def _select_proxy_tools(
                 code=f"{PROXY_CODE}.UNKNOWN_PLUGIN",
             )
         if not record.ok:
+            if record.source.startswith(SERVER_SOURCE_PREFIX):
+                continue  # a server that did not start is reported already; the others are served
             raise ConfigError(
                 f"plugin_tools names plugin '{selection.plugin}', which {record.status}",
                 code=f"{PROXY_CODE}.UNKNOWN_PLUGIN",
@@ -340,7 +390,7 @@ def _merge(
     """The served tools by name: at start-up (``served`` is ``None``) strictly, else leniently."""
     at_start = served is None
     live = [record for record in records if record.ok]
-    exposed = _select_proxy_tools(settings, live, lenient=not at_start)
+    exposed = _select_proxy_tools(settings, records, lenient=not at_start)
     unused_renames = dict(settings.renames)
     chosen: dict[str, RegisteredTool] = {}
     for record in live:
@@ -385,14 +435,18 @@ def _merge(
                 registered = RegisteredTool(definition, entry.provider, tool.name)
                 if definition.name in chosen:
                     if served is None:
-                        raise _collision(definition.name, chosen[definition.name], registered)
-                    registered = _runtime_collision(
-                        definition.name, chosen[definition.name], registered, served
-                    )
+                        registered = _start_collision(
+                            definition.name, chosen[definition.name], registered, settings, chosen
+                        )
+                    else:
+                        registered = _runtime_collision(
+                            definition.name, chosen[definition.name], registered, served
+                        )
                 chosen[definition.name] = registered
-    if unused_renames and at_start:
-        name = next(iter(unused_renames))
-        raise ConfigError(f"rename names tool '{name}', which no plugin offers")
+    for name in unused_renames if at_start else ():
+        if not _names_a_server_tool(name, records):
+            raise ConfigError(f"rename names tool '{name}', which no plugin offers")
+        log.warning("rename of '%s' not applied: no server serves that tool now", name)
     return chosen
 
 

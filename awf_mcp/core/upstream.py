@@ -14,7 +14,17 @@ Contract
   ``strict`` the failure raises :class:`~awf_mcp.errors.PluginError`.
 * Tools are named ``<server>_<tool>``; description, schemas and annotations are the
   server's own. The registry checks the names (after ``[rename]``): one that breaks the
-  rules is left out with a warning showing the ``[rename]`` line to add.
+  rules, or is already taken, is left out with a warning showing the ``[rename]`` line to add.
+* A server's tool list is gathered in one place, :meth:`UpstreamProvider.gather_tools`,
+  bounded in bytes (a definition's size is its JSON, :func:`definition_bytes`) while the
+  pages are read: a tool listed twice (the second), or whose definition passes
+  :data:`MAX_TOOL_DEFINITION_BYTES`, is left out; the tools that would take the server past
+  its share of definition bytes (:data:`MAX_SERVER_DEFINITION_BYTES`, less when more than
+  :data:`MAX_UPSTREAM_DEFINITION_BYTES` / that many servers are enabled) are left out and no
+  further page is asked for, as once :data:`MAX_LISTING_BYTES` were read. Each is a warning
+  (``log``) and a sentence in :attr:`UpstreamProvider.left_out` (``servers list`` shows
+  them); the rest is served. So the merged ``tools/list`` stays far below the 10 MiB frame
+  limit however large or many the servers' tools.
 * ``notifications/tools/list_changed`` from the server makes the provider list its tools
   again, :data:`RELIST_PAUSE_SECONDS` later (notifications arriving meanwhile, or during
   the listing, are coalesced into one more listing: a server sending a flood of them gets
@@ -30,7 +40,10 @@ Contract
   so; the next call restarts it. Restarts after consecutive deaths wait
   :func:`backoff_seconds`; a call inside that wait gets an ``isError`` saying when the
   next attempt is.
-* :func:`instructions` gathers the upstreams' own ``instructions`` for awf-mcp's.
+* :func:`instructions` gathers the upstreams' own ``instructions`` for awf-mcp's: a
+  server's over :data:`MAX_INSTRUCTIONS_BYTES` are left out (a warning, and a sentence in
+  :attr:`UpstreamProvider.left_out`), and so are those that would take the gathered text
+  past :data:`MAX_RELAYED_INSTRUCTIONS_BYTES`.
 * Requests from the server (see "Upstream requests" below) go to :meth:`UpstreamProvider.answer`.
 * ``close()`` ends the connection (the adapter stops the process group) and is bounded
   by the runtime's close timeout.
@@ -95,13 +108,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from typing import Any, Protocol
 
 import anyio
 
+from awf_mcp import budget
 from awf_mcp.core.observability import (
     CallRequests,
     RequestOutcome,
@@ -144,6 +158,22 @@ MAX_PENDING_REQUESTS = 8
 flooding the agent's user with questions is cut short)."""
 MAX_SUSPENDED = 16
 """How many calls of one server may be suspended at once; beyond that the oldest is cancelled."""
+
+MAX_TOOL_DEFINITION_BYTES = 128 * 1024
+"""The largest tool definition (name, description, schemas, annotations as JSON) awf-mcp serves."""
+MAX_SERVER_DEFINITION_BYTES = 1024 * 1024
+"""The most definition bytes served of one server (a server with 100 tools of 2 KB takes 200 KB)."""
+MAX_UPSTREAM_DEFINITION_BYTES = 6 * 1024 * 1024
+"""The most definition bytes served of all servers together: with more than six servers enabled,
+each gets an equal share. Built-ins and plugins add tens of KB: the ``tools/list`` answer stays
+well below the 10 MiB frame limit (:data:`~awf_mcp.wire.framing.MAX_MESSAGE_BYTES`)."""
+MAX_LISTING_BYTES = 32 * 1024 * 1024
+"""The most definition bytes read in one listing, served or not: no page is asked for after that.
+Each page is dropped once taken; what the SDK keeps of a page (output schemas) stays below it."""
+MAX_INSTRUCTIONS_BYTES = 32 * 1024
+"""The largest ``instructions`` of one server relayed in awf-mcp's own."""
+MAX_RELAYED_INSTRUCTIONS_BYTES = 256 * 1024
+"""The most bytes of the servers' ``instructions`` relayed together."""
 
 
 class UpstreamFailure(ToolError):
@@ -210,8 +240,9 @@ class UpstreamSession(Protocol):
         """The MCP ``initialize`` exchange advertising ``offer``; raises :class:`UpstreamFailure`."""
         ...
 
-    async def list_tools(self) -> list[ToolDefinition]:
-        """The server's tools, under its own names."""
+    def tool_pages(self) -> AsyncGenerator[list[ToolDefinition], None]:
+        """The server's tools under its own names, one page at a time (each page is asked for when
+        the previous one was taken, none after the caller stops); raises :class:`UpstreamFailure`."""
         ...
 
     async def call_tool(
@@ -225,6 +256,22 @@ Connect = Callable[[ServerSpec, str], AbstractAsyncContextManager[UpstreamSessio
 """Opens a server (the ``str`` is the working directory for a stdio server)."""
 
 
+def definition_bytes(tool: ToolDefinition) -> int:
+    """About how many bytes ``tool`` takes in a ``tools/list`` answer: its fields as UTF-8 JSON."""
+    return budget.json_size(
+        [tool.name, tool.description, tool.input_schema, tool.output_schema, tool.annotations]
+    )
+
+
+def _text_bytes(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def definition_share(servers: int) -> int:
+    """The definition bytes each of ``servers`` enabled servers may have served."""
+    return min(MAX_SERVER_DEFINITION_BYTES, MAX_UPSTREAM_DEFINITION_BYTES // max(servers, 1))
+
+
 def backoff_seconds(deaths: int) -> float:
     """How long after the ``deaths``-th consecutive death the next restart may start."""
     if deaths <= 1:
@@ -232,13 +279,69 @@ def backoff_seconds(deaths: int) -> float:
     return float(min(0.5 * 2 ** (deaths - 2), MAX_BACKOFF_SECONDS))
 
 
+SHOWN_NAME_CHARS = 80
+"""How much of a tool's name a sentence about what was left out quotes."""
+
+
+def _shown(name: str) -> str:
+    return name if len(name) <= SHOWN_NAME_CHARS else name[:SHOWN_NAME_CHARS] + "…"
+
+
+class _Listing:
+    """One listing of a server's tools under its byte bounds (see the module docstring)."""
+
+    def __init__(self, served_bytes: int) -> None:
+        self.served_bytes = served_bytes
+        self.kept: list[ToolDefinition] = []
+        self.left_out: list[str] = []
+        self._names: set[str] = set()
+        self._kept_bytes = 0
+        self._read_bytes = 0
+
+    def take(self, tool: ToolDefinition) -> bool:
+        """Keep ``tool``, or note why it is left out; ``False`` when no further tool is to be read."""
+        if self._read_bytes > MAX_LISTING_BYTES:
+            return self._stop(tool, MAX_LISTING_BYTES, "reads")
+        size = definition_bytes(tool)
+        self._read_bytes += size
+        if tool.name in self._names:
+            self.left_out.append(f"tool '{_shown(tool.name)}' is listed twice: the second is left out")
+        elif size > MAX_TOOL_DEFINITION_BYTES:
+            self.left_out.append(
+                f"tool '{_shown(tool.name)}' is left out: its definition takes {size:,} bytes, over the "
+                f"{MAX_TOOL_DEFINITION_BYTES:,} awf-mcp serves of one tool"
+            )
+        elif self._kept_bytes + size > self.served_bytes:
+            return self._stop(tool, self.served_bytes, "serves")
+        else:
+            self._names.add(tool.name)
+            self.kept.append(tool)
+            self._kept_bytes += size
+        return True
+
+    def _stop(self, tool: ToolDefinition, bound: int, verb: str) -> bool:
+        self.left_out.append(
+            f"its tools from '{_shown(tool.name)}' on are left out: their definitions pass the "
+            f"{bound:,} bytes awf-mcp {verb} of one server"
+        )
+        return False
+
+
 class UpstreamProvider:
     """One upstream server as a :class:`~awf_mcp.ports.ToolProvider`; see the module docstring."""
 
     def __init__(
-        self, spec: ServerSpec, connect: Connect, *, roots: Sequence[str] = (), offer: ClientOffer = NO_OFFER
+        self,
+        spec: ServerSpec,
+        connect: Connect,
+        *,
+        roots: Sequence[str] = (),
+        offer: ClientOffer = NO_OFFER,
+        definition_bytes: int = MAX_SERVER_DEFINITION_BYTES,
     ) -> None:
         self.spec = spec
+        self.definition_bytes = definition_bytes
+        """The most bytes of this server's definitions served (see the module docstring)."""
         self._connect = connect
         self._cwd = working_directory(spec, roots)
         self._roots = tuple(roots)
@@ -260,6 +363,10 @@ class UpstreamProvider:
         self.down_since = 0.0
         self.last_reason = ""
         self.instructions: str | None = None
+        self.left_out: list[str] = []
+        """One sentence per tool (or run of tools) of the last listing left out, and for
+        ``instructions`` left out (see the module docstring)."""
+        self._instructions_left_out = ""
 
     @property
     def running(self) -> bool:
@@ -280,7 +387,7 @@ class UpstreamProvider:
         try:
             with anyio.fail_after(timeout):
                 session = await self._open()
-                listed = await session.list_tools()
+                tools = await self.gather_tools(session)
         except TimeoutError:
             reason = self._session.reason() if self._session is not None else ""
             await self._shut()
@@ -289,11 +396,30 @@ class UpstreamProvider:
         except BaseException:
             await self._shut()
             raise
-        self._tools = self._prefixed(listed)
+        self._tools = tools
         return self.list_tools()
 
-    def _prefixed(self, listed: Sequence[ToolDefinition]) -> list[ToolDefinition]:
-        return [replace(tool, name=f"{self._prefix}{tool.name}", source=self.spec.source) for tool in listed]
+    async def gather_tools(self, session: UpstreamSession) -> list[ToolDefinition]:
+        """The server's tools as served, prefixed, bounded in bytes while read (see the module
+        docstring); the one place a server's tool list is gathered, at start-up and after a change.
+
+        Warns about, and records in :attr:`left_out`, what is left out (only what is new since the
+        last listing is logged again).
+        """
+        listing = _Listing(self.definition_bytes)
+        async with contextlib.aclosing(session.tool_pages()) as pages:
+            async for page in pages:
+                if not all(listing.take(tool) for tool in page):
+                    break  # no further page is asked for
+        left_out = listing.left_out
+        logged = set(self.left_out)
+        for sentence in left_out:
+            if sentence not in logged:
+                log.warning("server '%s': %s", self.spec.name, sentence)
+        self.left_out = left_out + ([self._instructions_left_out] if self._instructions_left_out else [])
+        return [
+            replace(tool, name=f"{self._prefix}{tool.name}", source=self.spec.source) for tool in listing.kept
+        ]
 
     async def _follow_changes(self, session: UpstreamSession) -> None:
         """List the tools again after each ``tools/list_changed`` (coalesced); see the module docstring."""
@@ -317,12 +443,11 @@ class UpstreamProvider:
         name = self.spec.name
         try:
             with anyio.fail_after(self.spec.startup_timeout_seconds):
-                listed = await session.list_tools()
+                tools = await self.gather_tools(session)
         except (UpstreamFailure, TimeoutError) as exc:
             reason = str(exc) or f"no answer within {self.spec.startup_timeout_seconds:g} s"
             log.warning("server '%s' changed its tools, but listing them failed: %s", name, reason)
             return
-        tools = self._prefixed(listed)
         if tools == self._tools:
             return
         self._tools = tools
@@ -387,6 +512,15 @@ class UpstreamProvider:
         except Exception as exc:
             raise _as_failure(exc, self.spec) from None
         self.instructions = session.instructions
+        self._instructions_left_out = ""
+        size = _text_bytes(self.instructions or "")
+        if size > MAX_INSTRUCTIONS_BYTES:
+            self.instructions = None
+            self._instructions_left_out = (
+                f"its instructions are left out: they take {size:,} bytes, over the "
+                f"{MAX_INSTRUCTIONS_BYTES:,} awf-mcp relays of one server"
+            )
+            log.warning("server '%s': %s", self.spec.name, self._instructions_left_out)
         return session
 
     def _mark_down(self, reason: str) -> None:
@@ -801,12 +935,24 @@ def _wanted_progress(context: CallContext) -> ProgressCallback | None:
 def instructions(records: Sequence[PluginRecord]) -> str | None:
     """The served upstreams' own ``instructions``, each under its server's name, for awf-mcp's."""
     parts = []
+    total = 0
     for record in records:
         for entry in record.providers if record.ok else ():
             provider = entry.provider
             if isinstance(provider, UpstreamProvider) and provider.instructions:
                 text = provider.instructions.strip()
-                parts.append(f"## Server '{record.name}' (tools {record.name}_*)\n\n{text}")
+                part = f"## Server '{record.name}' (tools {record.name}_*)\n\n{text}"
+                total += _text_bytes(part)
+                if total > MAX_RELAYED_INSTRUCTIONS_BYTES:
+                    sentence = (
+                        f"its instructions are left out: with those of the servers before it they pass the "
+                        f"{MAX_RELAYED_INSTRUCTIONS_BYTES:,} bytes awf-mcp relays"
+                    )
+                    provider.left_out.append(sentence)
+                    log.warning("server '%s': %s", record.name, sentence)
+                    total -= _text_bytes(part)
+                    continue
+                parts.append(part)
     if not parts:
         return None
     return "Instructions of the upstream MCP servers whose tools this server relays:\n\n" + "\n\n".join(parts)
@@ -838,6 +984,7 @@ async def start_all(
             return
         record.providers.append(ProviderTools(provider=provider, tools=tools))
 
+    share = definition_share(sum(1 for spec in specs if spec.enabled and not spec.problem))
     async with anyio.create_task_group() as group:
         for spec in specs:
             record = PluginRecord(name=spec.name, source=spec.source, distribution=f"{spec.transport} server")
@@ -847,7 +994,8 @@ async def start_all(
             elif spec.problem:
                 record.fail(spec.problem)
             else:
-                group.start_soon(start_one, record, UpstreamProvider(spec, connect, roots=roots, offer=offer))
+                provider = UpstreamProvider(spec, connect, roots=roots, offer=offer, definition_bytes=share)
+                group.start_soon(start_one, record, provider)
     failed = [record for record in records if not record.ok and record.status != "disabled"]
     if failed and strict:
         for record in records:

@@ -21,6 +21,8 @@ stdio
   JSON-RPC is logged and skipped.
 * A ``tools/list`` of more than :data:`MAX_LISTED_TOOLS` tools or :data:`MAX_LIST_PAGES`
   pages fails, so a server that pages forever cannot grow awf-mcp's memory without bound.
+  Pages are read one at a time as the provider takes them
+  (:meth:`UpstreamConnection.tool_pages`), so its byte bounds stop the listing early.
 * Its stderr goes to awf-mcp's log at INFO, each line prefixed ``[<server>]`` and cut at
   :data:`STDERR_LINE_CHARS`; the last lines are kept for the reason of a failed start.
 * Closing: stdin is closed, then after :data:`STDIN_GRACE_SECONDS` the process group gets
@@ -29,7 +31,11 @@ stdio
 
 HTTP
 ----
-The SDK's Streamable HTTP client with the spec's ``headers`` on every request.
+The SDK's Streamable HTTP client with the spec's ``headers`` on every request. The SDK ends the
+connection on a request that fails without saying why; awf-mcp's HTTP client records the cause
+as the connection's reason (:func:`describe_http_failure`): ``connection refused``, ``name not
+resolved``, ``TLS: <what failed>``, ``no answer within N s``, and for an answer of status 400 or
+more to a POST, ``HTTP <status> at <url>``.
 
 Secrets
 -------
@@ -68,7 +74,7 @@ import signal
 import subprocess
 from asyncio.streams import FlowControlMixin
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
 import anyio
@@ -232,25 +238,32 @@ class UpstreamConnection:
             raise UpstreamFailure(self.spec.redact(f"the handshake failed: {exc}")) from None
         self.instructions = result.instructions
 
-    async def list_tools(self) -> list[ToolDefinition]:
-        """Every tool the server lists (all pages), under the server's own names."""
-        tools: list[ToolDefinition] = []
+    async def tool_pages(self) -> AsyncGenerator[list[ToolDefinition], None]:
+        """The server's tools (its own names), one page at a time: the next page is asked for only
+        when the caller takes it. The SDK's per-tool state is kept for the tools listed this time only."""
+        listed: set[str] = set()
         cursor: str | None = None
-        for _ in range(MAX_LIST_PAGES):
-            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-            try:
-                page = await self.session.list_tools(params=params)
-            except MCPError as exc:
-                raise self._failure(exc) from None
-            tools.extend(tool_from_mcp(tool, self.spec.source) for tool in page.tools)
-            if len(tools) > MAX_LISTED_TOOLS:
-                raise UpstreamFailure(
-                    f"it listed more than {MAX_LISTED_TOOLS} tools; awf-mcp serves at most that many"
-                )
-            cursor = page.next_cursor
-            if not cursor:
-                return tools
-        raise UpstreamFailure(f"its tools/list went on for more than {MAX_LIST_PAGES} pages")
+        try:
+            for _ in range(MAX_LIST_PAGES):
+                params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+                try:
+                    page = await self.session.list_tools(params=params)
+                except MCPError as exc:
+                    raise self._failure(exc) from None
+                listed.update(tool.name for tool in page.tools)
+                if len(listed) > MAX_LISTED_TOOLS:
+                    raise UpstreamFailure(
+                        f"it listed more than {MAX_LISTED_TOOLS} tools; awf-mcp serves at most that many"
+                    )
+                cursor = page.next_cursor
+                tools = [tool_from_mcp(tool, self.spec.source) for tool in page.tools]
+                del page
+                yield tools
+                if not cursor:
+                    return
+            raise UpstreamFailure(f"its tools/list went on for more than {MAX_LIST_PAGES} pages")
+        finally:
+            _forget_unlisted(self.session, listed)
 
     async def call_tool(
         self, name: str, arguments: Mapping[str, Any], progress: ProgressCallback | None
@@ -283,6 +296,16 @@ class UpstreamConnection:
         if exc.error.code == types.CONNECTION_CLOSED or self.closed.is_set():
             return UpstreamGone(self.reason())
         return UpstreamFailure(self.spec.redact(f"server '{self.spec.name}' answered: {exc.error.message}"))
+
+
+def _forget_unlisted(session: ClientSession, listed: set[str]) -> None:
+    """Drop the SDK's per-tool state (output schemas, their validators, header maps) of tools not in
+    ``listed``: the session adds to it with every page and prunes only after a one-page listing, so a
+    server listing new tools, or large ones, on each of many pages would otherwise keep them all."""
+    for state in ("_tool_output_schemas", "_tool_output_validators", "_x_mcp_header_maps"):
+        kept: dict[str, Any] | None = getattr(session, state, None)
+        if kept is not None:
+            setattr(session, state, {name: value for name, value in kept.items() if name in listed})
 
 
 def tool_from_mcp(tool: types.Tool, source: str) -> ToolDefinition:
@@ -510,13 +533,72 @@ async def _stdio_streams(
             group.cancel_scope.cancel()
 
 
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        yield cause
+        cause = cause.__cause__ or cause.__context__
+
+
+def describe_http_failure(exc: BaseException, url: str) -> str:
+    """One sentence saying why a request to ``url`` got no answer (its chain of causes read)."""
+    import socket
+    import ssl
+
+    import httpx2
+
+    where = httpx2.URL(url)
+    host = where.host or url
+    for cause in _causes(exc):
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return f"TLS: the certificate of {host} is not trusted ({cause.verify_message})"
+        if isinstance(cause, ssl.SSLError):
+            what = (cause.reason or "").replace("_", " ").lower() or cause.strerror or str(cause)
+            return f"TLS: {what} (at {host})"
+        if isinstance(cause, socket.gaierror):
+            return f"name not resolved: {host} ({cause.strerror})"
+        if isinstance(cause, ConnectionRefusedError):
+            port = where.port or {"https": 443, "http": 80}.get(where.scheme)
+            place = f"{host}:{port}" if port else host
+            return f"connection refused at {place} (nothing listens there)"
+        if isinstance(cause, httpx2.TimeoutException):
+            return f"no answer from {host} in time ({type(cause).__name__})"
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _reporting_http_client(spec: ServerSpec, transcript: Transcript) -> Any:
+    """The SDK's HTTP client, as :func:`mcp.shared._httpx_utils.create_mcp_http_client` makes it, that
+    also records why a request failed as ``transcript.fault`` (see "HTTP" in the module docstring)."""
+    import httpx2
+    from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
+
+    class ReportingClient(httpx2.AsyncClient):
+        async def send(self, request: httpx2.Request, **options: Any) -> httpx2.Response:
+            try:
+                response = await super().send(request, **options)
+            except httpx2.HTTPError as exc:
+                transcript.fault = describe_http_failure(exc, str(request.url))
+                log.debug("[%s] %s", spec.name, spec.redact(transcript.fault))
+                raise
+            if response.status_code >= 400 and request.method == "POST":
+                phrase = f" {response.reason_phrase}" if response.reason_phrase else ""
+                shown = f"{request.url.scheme}://{request.url.netloc.decode()}{request.url.path}"  # no query
+                transcript.fault = f"HTTP {response.status_code}{phrase} at {shown}"
+            return response
+
+    timeout = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
+    return ReportingClient(headers=dict(spec.headers), timeout=timeout)
+
+
 @contextlib.asynccontextmanager
-async def _http_streams(spec: ServerSpec, closed: anyio.Event) -> AsyncIterator[Any]:
+async def _http_streams(spec: ServerSpec, transcript: Transcript, closed: anyio.Event) -> AsyncIterator[Any]:
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
     async with (
-        create_mcp_http_client(headers=dict(spec.headers)) as http,
+        _reporting_http_client(spec, transcript) as http,
         streamable_http_client(spec.url, http_client=http) as (reads, writes),
     ):
         try:
@@ -547,7 +629,9 @@ async def connect(spec: ServerSpec, cwd: str) -> AsyncIterator[UpstreamConnectio
     """
     transcript = Transcript(spec)
     closed = anyio.Event()
-    streams = _http_streams(spec, closed) if spec.url else _stdio_streams(spec, cwd, transcript, closed)
+    streams = (
+        _http_streams(spec, transcript, closed) if spec.url else _stdio_streams(spec, cwd, transcript, closed)
+    )
     opened: list[UpstreamConnection] = []
 
     async def sample(context: ClientRequestContext, params: types.CreateMessageRequestParams) -> Any:

@@ -100,6 +100,18 @@ def write_config(directory: Path, *tables: str) -> str:
     return str(write_approved(directory / "awf-mcp.toml", "\n".join(tables)))
 
 
+def servers_list(config: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``awf-mcp servers list --json --config CONFIG``, run to its end."""
+    return subprocess.run(
+        server_command("servers", "list", "--json", "--config", config),
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        cwd=cwd,
+        timeout=60,
+    )
+
+
 @pytest.fixture
 def markers(tmp_path: Path) -> Path:
     """A directory unique to the test: the fake upstreams' markers, and their command-line tag."""
@@ -262,7 +274,7 @@ def test_faulty_upstreams_are_reported_by_name_and_the_others_served(tmp_path: P
         listed = server.request("tools/list")
         elapsed = time.monotonic() - started
         names = {tool["name"] for tool in listed["result"]["tools"]}
-        assert names == {"fake_audio", "fake_wait", "fake_leak", "fake_big"}
+        assert names == {"fake_audio", "fake_wait", "fake_leak", "fake_big", "fake_progress"}
         errors = server.stderr()
         assert "server 'silent' not served: it did not list its tools within 1 s" in errors
         assert "server 'garbage' not served" in errors
@@ -373,20 +385,20 @@ def test_servers_list_shows_states_and_tools_and_no_secret(tmp_path: Path, marke
         server_table("leaky", sys.executable, [str(FAKE), "exit", "--token=${UPSTREAM_TOKEN}"]),
     )
     env = {**NO_PLUGINS, "UPSTREAM_TOKEN": secret, "PATH": os.environ["PATH"]}
-    done = subprocess.run(
-        server_command("servers", "list", "--json", "--config", config),
-        capture_output=True,
-        text=True,
-        env={**os.environ, **env},
-        cwd=tmp_path,
-        timeout=60,
-    )
+    done = servers_list(config, tmp_path, env)
     assert done.returncode == 1, done.stderr  # quitter and leaky failed
     assert secret not in done.stdout + done.stderr
     rows = {row["name"]: row for row in json.loads(done.stdout)["servers"]}
     assert rows["fake"]["state"] == "running"
     # As the server lists them, prefixed: bad.name too, which `tools list` leaves out until renamed.
-    assert rows["fake"]["tools"] == ["fake_audio", "fake_bad.name", "fake_big", "fake_leak", "fake_wait"]
+    assert rows["fake"]["tools"] == [
+        "fake_audio",
+        "fake_bad.name",
+        "fake_big",
+        "fake_leak",
+        "fake_progress",
+        "fake_wait",
+    ]
     assert rows["fake"]["env"] == ["FAKE_SECRET"]
     assert rows["quitter"]["state"] == "failed" and "it exited with code 3" in rows["quitter"]["reason"]
     assert rows["off"]["state"] == "disabled"
@@ -470,7 +482,8 @@ async def test_an_upstreams_tools_list_changed_is_re_merged_and_relayed_to_the_a
             assert wait_until(lambda: "tool 'bad.one' is left out" in stderr_path.read_text(), timeout=10)
             await session.call_tool("chg_grow", {"name": "hidden"})
             await session.call_tool("chg_grow", {"name": "extra"})
-            assert wait_until(lambda: "claimed by server:chg twice" in stderr_path.read_text(), timeout=10)
+            listed_twice = "server 'chg': tool 'extra' is listed twice: the second is left out"
+            assert wait_until(lambda: listed_twice in stderr_path.read_text(), timeout=10)
             await session.call_tool("chg_grow", {"name": "last"})
             await until_told(3)
             assert await names(session) == {"chg_grow", "chg_drop", "chg_extra", "chg_last"}

@@ -78,3 +78,39 @@ def test_a_tool_keeps_description_schemas_annotations_and_title() -> None:
         True,
         False,
     )
+
+
+def test_an_http_failure_is_described_by_its_cause() -> None:
+    import socket
+    import ssl
+
+    import httpx2
+
+    from awf_mcp.wire.client import describe_http_failure
+
+    def failure(cause: BaseException) -> httpx2.ConnectError:
+        try:
+            try:
+                raise cause
+            except BaseException as inner:
+                raise httpx2.ConnectError("All connection attempts failed") from inner
+        except httpx2.ConnectError as outer:
+            return outer
+
+    untrusted = ssl.SSLCertVerificationError(1, "certificate verify failed")
+    untrusted.verify_message = "self-signed certificate"
+    url = "https://mcp.example.com/mcp"
+    assert describe_http_failure(failure(untrusted), url) == (
+        "TLS: the certificate of mcp.example.com is not trusted (self-signed certificate)"
+    )
+    gone = socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+    assert describe_http_failure(failure(gone), url) == (
+        "name not resolved: mcp.example.com (Name or service not known)"
+    )
+    refused = ConnectionRefusedError(111, "Connect call failed")
+    assert describe_http_failure(failure(refused), url) == (
+        "connection refused at mcp.example.com:443 (nothing listens there)"
+    )
+    assert describe_http_failure(httpx2.ConnectTimeout("timed out"), url) == (
+        "no answer from mcp.example.com in time (ConnectTimeout)"
+    )

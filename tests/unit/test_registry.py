@@ -235,6 +235,59 @@ def test_an_upstream_name_too_long_for_clients_is_served_with_the_advice(
     assert f'"server:srv/{name}" = "{name[:-1]}"' in caplog.text
 
 
+@pytest.mark.parametrize("server_first", [True, False])
+def test_an_upstream_tool_that_takes_a_plugins_name_gives_way_with_the_rename_line(
+    caplog: pytest.LogCaptureFixture, server_first: bool
+) -> None:
+    plugin, server = record("time", "time_now"), upstream("time", "time_now", "time_zone")
+    records = [server, plugin] if server_first else [plugin, server]
+    registry = build(records, Settings())
+    assert {d.name: d.source for d in registry.definitions()} == {
+        "time_now": "plugin:time",
+        "time_zone": "server:time",
+    }
+    assert "server 'time': tool 'now' is left out: its name 'time_now' is already taken by plugin:time" in (
+        caplog.text
+    )
+    line = next(line for line in caplog.text.splitlines() if "[rename]: " in line)
+    renames = tomllib.loads("[rename]\n" + line.partition("under [rename]: ")[2])["rename"]
+    assert renames == {"server:time/time_now": "time_now_2"}
+    served = build([record("time", "time_now"), upstream("time", "time_now")], Settings(renames=renames))
+    assert {d.name: d.source for d in served.definitions()} == {
+        "time_now": "plugin:time",
+        "time_now_2": "server:time",
+    }
+    with pytest.raises(ToolNameError, match="time_now"):
+        build([record("time", "time_now"), upstream("time", "time_now")], Settings(strict=True))
+
+
+def test_of_two_servers_claiming_one_name_the_second_gives_way(caplog: pytest.LogCaptureFixture) -> None:
+    registry = build([upstream("a", "a_x"), upstream("b", "b_y")], Settings(renames={"b_y": "a_x"}))
+    assert {d.name: d.source for d in registry.definitions()} == {"a_x": "server:a"}
+    assert "server 'b': tool 'y' is left out: its name 'a_x' is already taken by server:a" in caplog.text
+    assert '[rename]: "server:b/b_y" = "b_y"' in caplog.text
+
+
+def test_a_rename_of_a_server_that_did_not_start_is_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    down = PluginRecord(name="slow", source="server:slow", distribution="stdio server")
+    down.fail("it did not list its tools within 1 s")
+    renames = {"server:slow/slow_a b": "slow_a_b", "slow_other": "other"}
+    registry = build([record("a", "a_x"), down], Settings(renames=renames))
+    assert [d.name for d in registry.definitions()] == ["a_x"]
+    assert "rename of 'server:slow/slow_a b' not applied: no server serves that tool now" in caplog.text
+    assert "rename of 'slow_other' not applied" in caplog.text
+    with pytest.raises(ConfigError, match="'ghost_x', which no plugin offers"):
+        build([record("a", "a_x"), down], Settings(renames={"ghost_x": "g"}))
+
+
+def test_a_selection_naming_a_server_that_did_not_start_serves_the_rest() -> None:
+    down = PluginRecord(name="slow", source="server:slow", distribution="stdio server")
+    down.fail("it did not list its tools within 1 s")
+    settings = Settings(plugin_tools=(PluginToolSelection("a", ("x",)), PluginToolSelection("slow", ())))
+    registry = build([record("a", "a_x", "a_y"), down], settings)
+    assert [d.name for d in registry.definitions()] == ["a_x"]
+
+
 # A tool set that changes while serving.
 
 

@@ -21,12 +21,21 @@ from awf_mcp.core.config import Settings
 from awf_mcp.core.registry import build
 from awf_mcp.core.servers import ServerSpec, working_directory
 from awf_mcp.core.upstream import (
+    MAX_INSTRUCTIONS_BYTES,
+    MAX_LISTING_BYTES,
+    MAX_RELAYED_INSTRUCTIONS_BYTES,
+    MAX_SERVER_DEFINITION_BYTES,
+    MAX_TOOL_DEFINITION_BYTES,
+    MAX_UPSTREAM_DEFINITION_BYTES,
     RELIST_PAUSE_SECONDS,
     ProgressCallback,
     UpstreamFailure,
     UpstreamGone,
     UpstreamProvider,
     backoff_seconds,
+    definition_bytes,
+    definition_share,
+    instructions,
     start_all,
 )
 from awf_mcp.errors import PluginError
@@ -41,6 +50,11 @@ class Behaviour:
 
     handshake_delay: float = 0.0
     tools: tuple[str, ...] = ("echo",)
+    pages: tuple[tuple[str, ...], ...] = ()
+    """When given, the listing's pages (``tools`` is then ignored)."""
+    descriptions: dict[str, str] = field(default_factory=dict)
+    instructions: str = "fake instructions"
+    pages_read: int = 0
     opened: int = 0
     listings: int = 0
     progress_asked: list[bool] = field(default_factory=list)
@@ -58,17 +72,23 @@ class FakeSession:
 
     async def handshake(self, offer: Any) -> None:
         await anyio.sleep(self.behaviour.handshake_delay)
-        self.instructions = "fake instructions"
+        self.instructions = self.behaviour.instructions
 
     def reason(self) -> str:
         return "it was killed by SIGKILL" if self.closed.is_set() else ""
 
-    async def list_tools(self) -> list[ToolDefinition]:
+    async def tool_pages(self) -> AsyncIterator[list[ToolDefinition]]:
         self.behaviour.listings += 1
-        return [
-            ToolDefinition(name=n, description=f"{n} tool", input_schema={"type": "object"})
-            for n in self.behaviour.tools
-        ]
+        for page in self.behaviour.pages or (self.behaviour.tools,):
+            self.behaviour.pages_read += 1
+            yield [
+                ToolDefinition(
+                    name=n,
+                    description=self.behaviour.descriptions.get(n, f"{n} tool"),
+                    input_schema={"type": "object"},
+                )
+                for n in page
+            ]
 
     async def call_tool(
         self, name: str, arguments: Mapping[str, Any], progress: ProgressCallback | None
@@ -255,10 +275,11 @@ async def test_a_failed_listing_after_list_changed_keeps_the_old_tools() -> None
     await provider.start()
     session = behaviour.live[0]
 
-    async def broken() -> list[ToolDefinition]:
+    async def broken() -> AsyncIterator[list[ToolDefinition]]:
         raise UpstreamFailure("server 'fake' answered: boom")
+        yield []
 
-    session.list_tools = broken  # type: ignore[method-assign]
+    session.tool_pages = broken  # type: ignore[method-assign]
     called: list[int] = []
 
     async def watcher() -> None:
@@ -333,5 +354,113 @@ async def test_a_tools_list_that_pages_forever_is_cut_off() -> None:
                 anyio.fail_after(30),
                 pytest.raises(UpstreamFailure, match=f"more than {MAX_LISTED_TOOLS} tools"),
             ):
-                await connection.list_tools()
+                async for _ in connection.tool_pages():
+                    pass
         group.cancel_scope.cancel()
+
+
+# Byte bounds: what one server may take of the tools/list answer and of the instructions.
+
+
+def size_of(name: str, description: str) -> int:
+    return definition_bytes(
+        ToolDefinition(name=name, description=description, input_schema={"type": "object"})
+    )
+
+
+async def test_a_tool_too_large_or_listed_twice_is_left_out_and_the_rest_served(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    huge = "x" * (MAX_TOOL_DEFINITION_BYTES + 1)
+    long = "n" * 50_000
+    behaviour = Behaviour(tools=("echo", "huge", "echo", "wait", long, long), descriptions={"huge": huge})
+    provider = UpstreamProvider(spec(), fake_connect(behaviour))
+    tools = await provider.start()
+    assert [tool.name for tool in tools] == ["fake_echo", "fake_wait", f"fake_{long}"]
+    assert provider.left_out == [
+        f"tool 'huge' is left out: its definition takes {size_of('huge', huge):,} bytes, over the "
+        f"{MAX_TOOL_DEFINITION_BYTES:,} awf-mcp serves of one tool",
+        "tool 'echo' is listed twice: the second is left out",
+        f"tool '{long[:80]}…' is listed twice: the second is left out",
+    ]
+    assert "server 'fake': tool 'huge' is left out" in caplog.text
+    assert "server 'fake': tool 'echo' is listed twice" in caplog.text
+    await provider.close()
+
+
+async def test_a_server_past_its_share_is_served_up_to_it_and_no_further_page_is_read() -> None:
+    description = "d" * 120_000
+    pages = tuple((f"t{page}",) for page in range(20))
+    behaviour = Behaviour(pages=pages, descriptions={f"t{page}": description for page in range(20)})
+    provider = UpstreamProvider(spec(), fake_connect(behaviour))
+    tools = await provider.start()
+    fitting = MAX_SERVER_DEFINITION_BYTES // size_of("t10", description)
+    assert [tool.name for tool in tools] == [f"fake_t{n}" for n in range(fitting)]
+    assert behaviour.pages_read == fitting + 1
+    assert provider.left_out == [
+        f"its tools from 't{fitting}' on are left out: their definitions pass the "
+        f"{MAX_SERVER_DEFINITION_BYTES:,} bytes awf-mcp serves of one server"
+    ]
+    assert sum(definition_bytes(tool) for tool in tools) <= MAX_SERVER_DEFINITION_BYTES
+    await provider.close()
+
+
+async def test_pages_of_tools_each_too_large_are_read_only_up_to_the_listing_bound() -> None:
+    huge = "x" * 1_000_000
+    pages = tuple((f"t{page}",) for page in range(100))
+    behaviour = Behaviour(pages=(("echo",), *pages), descriptions={f"t{p}": huge for p in range(100)})
+    provider = UpstreamProvider(spec(), fake_connect(behaviour))
+    tools = await provider.start()
+    assert [tool.name for tool in tools] == ["fake_echo"]
+    first_unread = (MAX_LISTING_BYTES - size_of("echo", "echo tool")) // size_of("t10", huge) + 1
+    assert behaviour.pages_read == 1 + first_unread + 1 < 100
+    assert provider.left_out[-1] == (
+        f"its tools from 't{first_unread}' on are left out: their definitions pass the "
+        f"{MAX_LISTING_BYTES:,} bytes awf-mcp reads of one server"
+    )
+    await provider.close()
+
+
+async def test_many_servers_share_the_definition_bytes_of_one_tools_list() -> None:
+    assert definition_share(1) == MAX_SERVER_DEFINITION_BYTES
+    assert definition_share(60) * 60 <= MAX_UPSTREAM_DEFINITION_BYTES
+    description = "d" * (MAX_UPSTREAM_DEFINITION_BYTES // 60 // 2)
+    behaviour = Behaviour(tools=("a", "b", "c"), descriptions=dict.fromkeys("abc", description))
+    records = await start_all([spec(f"s{n}") for n in range(60)], fake_connect(behaviour))
+    assert all(record.tool_names == [f"{record.name}_a"] for record in records)
+    for record in records:
+        await record.providers[0].provider.close()  # type: ignore[misc]
+
+
+async def test_instructions_over_the_bound_are_left_out_and_the_server_served(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    big = Behaviour(instructions="i" * (MAX_INSTRUCTIONS_BYTES + 1))
+    fine = Behaviour(instructions="Use it well.")
+    records = await start_all([spec("big")], fake_connect(big)) + await start_all(
+        [spec("fine")], fake_connect(fine)
+    )
+    assert [record.tool_names for record in records] == [["big_echo"], ["fine_echo"]]
+    relayed = instructions(records)
+    assert relayed is not None and "Use it well." in relayed and "iii" not in relayed
+    provider = records[0].providers[0].provider
+    assert isinstance(provider, UpstreamProvider)
+    assert provider.left_out == [
+        f"its instructions are left out: they take {MAX_INSTRUCTIONS_BYTES + 1:,} bytes, over the "
+        f"{MAX_INSTRUCTIONS_BYTES:,} awf-mcp relays of one server"
+    ]
+    assert "server 'big': its instructions are left out" in caplog.text
+    for record in records:
+        await record.providers[0].provider.close()  # type: ignore[misc]
+
+
+async def test_the_relayed_instructions_of_all_servers_together_are_bounded() -> None:
+    count = MAX_RELAYED_INSTRUCTIONS_BYTES // MAX_INSTRUCTIONS_BYTES + 2
+    behaviour = Behaviour(instructions="i" * (MAX_INSTRUCTIONS_BYTES - 100))
+    records = await start_all([spec(f"s{n}") for n in range(count)], fake_connect(behaviour))
+    relayed = instructions(records)
+    assert relayed is not None and len(relayed.encode()) <= MAX_RELAYED_INSTRUCTIONS_BYTES + 200
+    left_out = [r.name for r in records if r.providers[0].provider.left_out]  # type: ignore[attr-defined]
+    assert left_out and f"## Server '{left_out[0]}'" not in relayed
+    for record in records:
+        await record.providers[0].provider.close()  # type: ignore[misc]

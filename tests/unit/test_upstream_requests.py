@@ -62,8 +62,8 @@ class HeldSession:
     def reason(self) -> str:
         return ""
 
-    async def list_tools(self) -> list[ToolDefinition]:
-        return [ToolDefinition(name="hold", description="", input_schema={"type": "object"})]
+    async def tool_pages(self) -> AsyncIterator[list[ToolDefinition]]:
+        yield [ToolDefinition(name="hold", description="", input_schema={"type": "object"})]
 
     async def call_tool(
         self, name: str, arguments: Mapping[str, Any], progress: ProgressCallback | None

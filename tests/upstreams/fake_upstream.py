@@ -12,7 +12,17 @@
 * ``exit``: exits at once with code 3, after a line on stderr;
 * ``flood``: answers ``initialize``, then writes one endless line on stdout.
 
-``FAKE_IGNORE_EOF=1`` in its environment makes it outlive stdin EOF and ignore SIGTERM.
+``FAKE_IGNORE_EOF=1`` in its environment makes it outlive stdin EOF and ignore SIGTERM. Hostile
+sizes, set in its environment (``good`` mode):
+
+* ``FAKE_HUGE=COUNT:BYTES``: after the tools above, COUNT more pages of ``tools/list``, each
+  with one tool ``hugeN`` whose description takes BYTES bytes;
+* ``FAKE_INSTRUCTIONS_BYTES=N``: ``instructions`` of N bytes;
+* ``FAKE_DUPLICATE=NAME``: the tool NAME is listed twice.
+
+The ``progress`` tool sends ``count`` progress notifications whose messages take ``size``
+bytes each (when the call carries a progress token), writes ``MARKER_DIR/progress-sent``, then
+answers.
 """
 
 from __future__ import annotations
@@ -45,7 +55,36 @@ TOOLS = [
         "description": "A big result.",
         "inputSchema": {"type": "object", "properties": {"size": {"type": "integer"}}},
     },
+    {
+        "name": "progress",
+        "description": "Many progress notifications.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"count": {"type": "integer"}, "size": {"type": "integer"}},
+        },
+    },
 ]
+HUGE_COUNT, _, HUGE_BYTES = os.environ.get("FAKE_HUGE", "0:0").partition(":")
+INSTRUCTIONS_BYTES = int(os.environ.get("FAKE_INSTRUCTIONS_BYTES", "0"))
+DUPLICATE = os.environ.get("FAKE_DUPLICATE", "")
+
+
+def tools_page(cursor: str | None) -> dict:
+    """One page of ``tools/list``: the tools above first, then one huge tool per page."""
+    page = int(cursor or 0)
+    if page == 0:
+        tools = TOOLS + [tool for tool in TOOLS if tool["name"] == DUPLICATE]
+    else:
+        huge = {
+            "name": f"huge{page}",
+            "description": "d" * int(HUGE_BYTES),
+            "inputSchema": {"type": "object"},
+        }
+        tools = [huge]
+    result: dict = {"tools": tools}
+    if page < int(HUGE_COUNT):
+        result["nextCursor"] = str(page + 1)
+    return result
 
 
 def send(message: dict) -> None:
@@ -58,7 +97,7 @@ def reply(request_id: object, result: dict) -> None:
     send({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
-def call(request_id: object, name: str, arguments: dict) -> None:
+def call(request_id: object, name: str, arguments: dict, meta: dict | None = None) -> None:
     if name == "audio":
         reply(
             request_id,
@@ -88,6 +127,16 @@ def call(request_id: object, name: str, arguments: dict) -> None:
         secret = os.environ.get("FAKE_SECRET", "")
         print(f"the secret is {secret}", file=sys.stderr, flush=True)
         reply(request_id, {"content": [{"type": "text", "text": "leaked to stderr"}]})
+    elif name == "progress":
+        token = (meta or {}).get("progressToken")
+        count, size = int(arguments.get("count", 1)), int(arguments.get("size", 10))
+        for step in range(1, count + 1):
+            if token is not None:
+                params = {"progressToken": token, "progress": step, "total": count, "message": "p" * size}
+                send({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+        if MARKERS is not None:
+            (MARKERS / "progress-sent").write_text(str(count))
+        reply(request_id, {"content": [{"type": "text", "text": f"sent {count}"}]})
     elif name == "big":
         reply(request_id, {"content": [{"type": "text", "text": "x" * int(arguments.get("size", 10))}]})
     else:
@@ -115,7 +164,7 @@ def main() -> None:
                     "protocolVersion": params.get("protocolVersion", "2025-06-18"),
                     "capabilities": {"tools": {}},
                     "serverInfo": {"name": "fake", "version": "1"},
-                    "instructions": "Use the fake tools with care.",
+                    "instructions": "i" * INSTRUCTIONS_BYTES or "Use the fake tools with care.",
                 },
             )
             if MODE == "flood":
@@ -123,10 +172,12 @@ def main() -> None:
                 while True:
                     sys.stdout.write(chunk)
         elif method == "tools/list":
-            reply(request_id, {"tools": TOOLS})
+            reply(request_id, tools_page(params.get("cursor")))
         elif method == "tools/call":
             threading.Thread(
-                target=call, args=(request_id, params["name"], params.get("arguments") or {}), daemon=True
+                target=call,
+                args=(request_id, params["name"], params.get("arguments") or {}, params.get("_meta")),
+                daemon=True,
             ).start()
         elif method == "notifications/cancelled" and MARKERS is not None:
             (MARKERS / f"cancelled-{params.get('requestId')}").write_text("cancelled")
