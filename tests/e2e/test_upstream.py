@@ -348,7 +348,8 @@ async def test_an_http_upstream_is_served_with_its_headers_and_a_wrong_token_is_
     url, _ = http_server
     (root / "hello.txt").write_text("hello from the remote root\n")
     config = tmp_path / "awf-mcp.toml"
-    config.write_text(
+    write_approved(
+        config,
         f"""
 [servers.remote]
 url = "{url}"
@@ -358,7 +359,7 @@ headers = {{ Authorization = "Bearer ${{REMOTE_TOKEN}}" }}
 url = "{url}"
 headers = {{ Authorization = "Bearer wrong-token-value" }}
 startup_timeout_seconds = 5
-"""
+""",
     )
     errors = tmp_path / "stderr.txt"
     env = {**NO_PLUGINS, "REMOTE_TOKEN": HTTP_TOKEN}
@@ -411,14 +412,15 @@ async def test_an_agent_configuration_pasted_into_the_proxy_json_is_served(tmp_p
     executable = shutil.which("mcp-server-time", path=str(Path(sys.executable).parent))
     assert executable
     proxy = tmp_path / "proxy.json"
-    proxy.write_text(
+    write_approved(
+        proxy,
         json.dumps(
             {
                 "intercept_builtins": False,
                 "plugin_tools": [{"plugin": "time", "expose": ["get_current_time"]}],
                 "mcpServers": {"time": {"type": "stdio", "command": executable, "args": [], "env": {}}},
             }
-        )
+        ),
     )
     async with mcp_session("--config", str(proxy), cwd=tmp_path, env=NO_PLUGINS) as session:
         names = [tool.name for tool in (await session.list_tools()).tools]
