@@ -53,13 +53,14 @@ def serve(argv: Sequence[str]) -> None:
 
     observer: Callable[[Any], None] = runtime.log_call
     if launch.audit_log:
-        from awf_mcp.core.observability import AuditLog
+        from awf_mcp.core.observability import AuditLog, send_audit_events_to
 
         try:
             audit = AuditLog(launch.audit_log)
         except OSError as exc:
             raise UserError(f"cannot open audit log {launch.audit_log}: {exc.strerror or exc}") from None
         observer = runtime.observers(runtime.log_call, audit)
+        send_audit_events_to(audit.event)  # an upstream tool held back is recorded too
     if launch.transport == "stdio":
         anyio.run(runtime.serve_stdio, settings, __version__, observer)
     else:

@@ -47,6 +47,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
 from awf_mcp.core.config import PROXY_CODE, Settings
+from awf_mcp.core.pins import refusal
 from awf_mcp.core.plugins import PluginRecord
 from awf_mcp.core.servers import SOURCE_PREFIX as SERVER_SOURCE_PREFIX
 from awf_mcp.errors import ConfigError, PluginError, ToolNameError, UnknownToolError
@@ -128,14 +129,15 @@ class Registry:
         return [tool.definition for tool in self._served[0]]
 
     def lookup(self, name: str) -> RegisteredTool:
-        """The tool called ``name``; :class:`UnknownToolError` if there is none."""
+        """The tool called ``name``; :class:`UnknownToolError` if there is none (for an upstream tool
+        held back, :func:`~awf_mcp.core.pins.refusal` says why and how to approve it)."""
         by_name = self._served[1]
         try:
             return by_name[name]
         except KeyError:
             close = fnmatch.filter(by_name, f"*{name[:3]}*") if name else []
             hint = f"; did you mean {', '.join(close[:3])}?" if close else ""
-            raise UnknownToolError(f"unknown tool '{name}'{hint}") from None
+            raise UnknownToolError(refusal(name) or f"unknown tool '{name}'{hint}") from None
 
     @property
     def can_change(self) -> bool:
@@ -390,9 +392,9 @@ def _merge(
                         definition.name, chosen[definition.name], registered, served
                     )
                 chosen[definition.name] = registered
-    if unused_renames and at_start:
-        name = next(iter(unused_renames))
-        raise ConfigError(f"rename names tool '{name}', which no plugin offers")
+    unknown = [name for name in unused_renames if refusal(name.rpartition("/")[2]) is None]  # not held back
+    if unknown and at_start:
+        raise ConfigError(f"rename names tool '{unknown[0]}', which no plugin offers")
     return chosen
 
 

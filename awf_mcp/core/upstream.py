@@ -14,7 +14,9 @@ Contract
   ``strict`` the failure raises :class:`~awf_mcp.errors.PluginError`.
 * Tools are named ``<server>_<tool>``; description, schemas and annotations are the
   server's own. The registry checks the names (after ``[rename]``): one that breaks the
-  rules is left out with a warning showing the ``[rename]`` line to add.
+  rules is left out with a warning showing the ``[rename]`` line to add. Each listing
+  passes :func:`~awf_mcp.core.pins.admit_tools` first: a tool whose definition changed
+  since the user approved it, or that is new, is held back (not served).
 * ``notifications/tools/list_changed`` from the server makes the provider list its tools
   again, :data:`RELIST_PAUSE_SECONDS` later (notifications arriving meanwhile, or during
   the listing, are coalesced into one more listing: a server sending a flood of them gets
@@ -109,6 +111,7 @@ from awf_mcp.core.observability import (
     json_size,
     upstream_requests_of_call,
 )
+from awf_mcp.core.pins import admit_tools
 from awf_mcp.core.plugins import PluginRecord, ProviderTools
 from awf_mcp.core.roots import root_uri
 from awf_mcp.core.servers import ServerSpec, working_directory
@@ -293,7 +296,10 @@ class UpstreamProvider:
         return self.list_tools()
 
     def _prefixed(self, listed: Sequence[ToolDefinition]) -> list[ToolDefinition]:
-        return [replace(tool, name=f"{self._prefix}{tool.name}", source=self.spec.source) for tool in listed]
+        admitted = admit_tools(self.spec, listed)  # pinned definitions: a changed or new tool is held
+        return [
+            replace(tool, name=f"{self._prefix}{tool.name}", source=self.spec.source) for tool in admitted
+        ]
 
     async def _follow_changes(self, session: UpstreamSession) -> None:
         """List the tools again after each ``tools/list_changed`` (coalesced); see the module docstring."""

@@ -50,9 +50,10 @@ ENVELOPE = {
 
 
 def changing_config(directory: Path) -> str:
-    """An ``awf-mcp.toml`` serving the changing upstream as ``chg``."""
+    """An ``awf-mcp.toml`` serving the changing upstream as ``chg``, not pinned: the tools it adds are
+    served as they come (tests/e2e/test_pins.py holds them back when pinned)."""
     path = directory / "awf-mcp.toml"
-    path.write_text(f'[servers.chg]\ncommand = "{sys.executable}"\nargs = ["{CHANGING}"]\n')
+    path.write_text(f'[servers.chg]\ncommand = "{sys.executable}"\nargs = ["{CHANGING}"]\npin = false\n')
     return str(path)
 
 
