@@ -39,7 +39,8 @@ The record (``pins`` in :mod:`awf_mcp.ops.statestore`)::
         "held": {"tool:NAME": {"sha256", "definition", "changes", "since"}}}}}
 
 ``definition`` is the canonical document when it is at most :data:`MAX_KEPT_DEFINITION_BYTES`
-(so that the next change can be described), else ``null``.
+and the server's kept definitions stay within :data:`MAX_KEPT_SERVER_BYTES` (so that the next
+change can be described), else ``null``.
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ RECORD = "pins"
 TOOL = "tool"
 MAX_KEPT_DEFINITION_BYTES = 16 * 1024
 """A definition larger than this is pinned by its digest alone: its next change is not itemised."""
+MAX_KEPT_SERVER_BYTES = 1024 * 1024
+"""How many bytes of definitions one server's pins and holds keep in all; past that, digests alone
+(a server listing 10,000 large tools cannot grow the record past what the state store reads)."""
 EXCERPT_CHARS = 160
 """How much of a changed description a summary quotes, on each side."""
 MAX_LISTED_KEYS = 12
@@ -273,9 +277,25 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _pin(document: Mapping[str, Any], sha: str) -> dict[str, Any]:
-    kept = document if len(canonical(document)) <= MAX_KEPT_DEFINITION_BYTES else None
-    return {"sha256": sha, "definition": kept}
+class _Budget:
+    """The bytes of definitions one server's record may still keep."""
+
+    def __init__(self, entry: Mapping[str, Any]) -> None:
+        kept = [
+            value.get("definition")
+            for part in ("items", "held")
+            for value in (entry.get(part) or {}).values()
+            if isinstance(value, dict)
+        ]
+        self.left = MAX_KEPT_SERVER_BYTES - sum(len(canonical(doc)) for doc in kept if isinstance(doc, dict))
+
+    def pin(self, document: Mapping[str, Any], sha: str) -> dict[str, Any]:
+        """The record of ``document``: its digest, and the document itself while the budget lasts."""
+        size = len(canonical(document))
+        kept = size <= MAX_KEPT_DEFINITION_BYTES and size <= self.left
+        if kept:
+            self.left -= size
+        return {"sha256": sha, "definition": document if kept else None}
 
 
 def _server_key(spec: ServerSpec) -> str:
@@ -290,15 +310,17 @@ def _gate(spec: ServerSpec, kind: str, documents: Sequence[Mapping[str, Any]]) -
         servers = record.setdefault("servers", {})
         entry = servers.get(key)
         if not isinstance(entry, dict):
+            budget = _Budget({})
             servers[key] = {
                 "name": spec.name,
                 "runs": runs(spec),
-                "items": {f"{kind}:{doc['name']}": _pin(doc, digest(doc)) for doc in documents},
+                "items": {f"{kind}:{doc['name']}": budget.pin(doc, digest(doc)) for doc in documents},
                 "held": {},
             }
             return []
         pins = entry.setdefault("items", {})
         held = {k: v for k, v in entry.get("held", {}).items() if not k.startswith(f"{kind}:")}
+        budget = _Budget({"items": pins, "held": held})
         for document in documents:
             item = f"{kind}:{document['name']}"
             sha = digest(document)
@@ -308,7 +330,7 @@ def _gate(spec: ServerSpec, kind: str, documents: Sequence[Mapping[str, Any]]) -
             before = None if not isinstance(pin, dict) else (pin.get("definition") or {})
             changes = describe_changes(before, document)
             holds.append(Hold(spec.name, kind, str(document["name"]), sha, changes))
-            held[item] = {**_pin(document, sha), "changes": changes, "since": _now()}
+            held[item] = {**budget.pin(document, sha), "changes": changes, "since": _now()}
             previous = entry.get("held", {}).get(item)
             if isinstance(previous, dict) and previous.get("sha256") == sha:
                 held[item]["since"] = previous.get("since", held[item]["since"])

@@ -146,6 +146,20 @@ def test_a_large_definition_is_pinned_by_hash_and_its_change_still_held() -> Non
     assert "only its hash was kept" in hold.summary
 
 
+def test_a_server_keeps_definitions_within_its_byte_budget(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(pins, "MAX_KEPT_SERVER_BYTES", 1000)
+    listed = [tool(f"t{n}", "d" * 300) for n in range(10)]
+    pins.admit_tools(SPEC, listed)
+    record = json.loads((tmp_path / "state" / "awf-mcp" / "pins.json").read_text())
+    (entry,) = record["servers"].values()
+    kept = [value for value in entry["items"].values() if value["definition"] is not None]
+    assert 0 < len(kept) < 10
+    assert pins.admit_tools(SPEC, [tool(f"t{n}", "e" * 300) for n in range(10)]) == []  # all held still
+    assert sum("only its hash was kept" in hold.summary for hold in pins.held(SPEC)) == 10 - len(kept)
+
+
 def test_a_long_description_change_is_quoted_in_part() -> None:
     before = {"name": "t", "description": "a" * 1000 + "old" + "z" * 1000}
     after = {"name": "t", "description": "a" * 1000 + "new" * 500 + "z" * 1000}
