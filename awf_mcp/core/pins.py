@@ -23,7 +23,9 @@ Contract
     logged (WARNING, logger ``awf_mcp.pins``) and sent to the audit log
     (:func:`~awf_mcp.core.observability.audit_event`) with a summary of what changed
     (:func:`describe_changes`), once per process and digest. An item that changes back to
-    its pin is served again. An item the server stopped listing keeps its pin.
+    its pin is served again. An item the server stopped listing keeps its pin, and its hold
+    if it had one: a server may list some tools only to an agent that supports more
+    (sampling, say), and ``servers approve`` must be able to approve them without one.
   - when the record cannot be read (:class:`~awf_mcp.errors.UserError` from the state
     store), nothing of that server is served, with a warning saying why.
 
@@ -319,7 +321,8 @@ def _gate(spec: ServerSpec, kind: str, documents: Sequence[Mapping[str, Any]]) -
             }
             return []
         pins = entry.setdefault("items", {})
-        held = {k: v for k, v in entry.get("held", {}).items() if not k.startswith(f"{kind}:")}
+        listed = {f"{kind}:{document['name']}" for document in documents}
+        held = {k: v for k, v in entry.get("held", {}).items() if k not in listed}  # kept till approved
         budget = _Budget({"items": pins, "held": held})
         for document in documents:
             item = f"{kind}:{document['name']}"

@@ -100,6 +100,17 @@ def test_approve_pins_what_was_shown_and_a_change_back_is_served() -> None:
     assert pins.admit_tools(SPEC, [tool()]) == []  # the old one is now a change too
 
 
+def test_a_held_tool_the_server_stops_listing_stays_held_and_can_be_approved() -> None:
+    """As server-everything's sampling tool, listed only to an agent that samples."""
+    pins.admit_tools(SPEC, [tool()])
+    assert names(pins.admit_tools(SPEC, [tool(), tool("sample", "Ask the model.")])) == ["read"]
+    assert names(pins.admit_tools(SPEC, [tool()])) == ["read"]  # servers approve, without sampling
+    shown = pins.held(SPEC)
+    assert [hold.name for hold in shown] == ["sample"]
+    assert pins.approve(SPEC, shown) == shown
+    assert names(pins.admit_tools(SPEC, [tool(), tool("sample", "Ask the model.")])) == ["read", "sample"]
+
+
 def test_a_hold_that_changed_again_after_it_was_shown_stays_held() -> None:
     pins.admit_tools(SPEC, [tool()])
     pins.admit_tools(SPEC, [tool(description="Second.")])
