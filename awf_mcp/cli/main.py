@@ -25,6 +25,7 @@ from typing import Any
 from awf_mcp import __version__
 from awf_mcp.cli.options import parse_serve
 from awf_mcp.errors import AwfError, UserError
+from awf_mcp.ports import inert_text
 
 
 def exit_now_if_threads_linger(code: int) -> None:
@@ -142,5 +143,5 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         app(args=args, prog_name="awf-mcp")
     except AwfError as exc:
-        print(f"awf-mcp: error: {exc}", file=sys.stderr)
+        print(f"awf-mcp: error: {inert_text(str(exc))}", file=sys.stderr)  # may quote an upstream
         raise SystemExit(exc.exit_code) from None

@@ -139,6 +139,7 @@ def servers_approve(
     from awf_mcp.core import config, pins
     from awf_mcp.core.observability import configure_logging
     from awf_mcp.errors import UserError
+    from awf_mcp.ports import inert_text
 
     configure_logging("ERROR")
     settings = config.load(options)
@@ -160,9 +161,8 @@ def servers_approve(
 
     problem = anyio.run(refresh)
     if problem:
-        print(
-            shown(f"server '{name}' did not start ({problem}); what it last listed is shown"), file=sys.stderr
-        )
+        warning = f"server '{name}' did not start ({problem}); what was recorded of it is shown"
+        print(f"awf-mcp: warning: {inert_text(warning)}", file=sys.stderr)
     holds = pins.held(spec)
     if not holds:
         print(f"nothing of server '{name}' is held: every tool it lists is as approved")
