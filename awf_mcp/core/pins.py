@@ -184,7 +184,8 @@ def describe_changes(before: Mapping[str, Any] | None, after: Mapping[str, Any])
     differing middle, each quoted up to :data:`EXCERPT_CHARS`); ``inputSchema`` and
     ``outputSchema`` (property names ``added``, ``removed``, ``changed``, and other changed
     keys); ``annotations`` (each changed hint: ``[before, after]``, ``null`` when unstated);
-    ``unknown`` when the approved document was too large to keep.
+    ``unknown`` when the approved document was not kept (:data:`MAX_KEPT_DEFINITION_BYTES`,
+    :data:`MAX_KEPT_SERVER_BYTES`).
     """
     if before is None:
         change: dict[str, Any] = {"new": True, "description": _excerpt(str(after.get("description", "")))}
@@ -193,8 +194,8 @@ def describe_changes(before: Mapping[str, Any] | None, after: Mapping[str, Any])
         return change
     if not before:
         return {
-            "unknown": f"the approved definition was over {MAX_KEPT_DEFINITION_BYTES:,} bytes: "
-            "only its hash was kept"
+            "unknown": f"the approved definition was not kept (over {MAX_KEPT_DEFINITION_BYTES:,} bytes, "
+            f"or past the server's {MAX_KEPT_SERVER_BYTES:,}): only its hash was kept"
         }
     changes: dict[str, Any] = {}
     if before.get("description") != after.get("description"):
@@ -217,7 +218,7 @@ def describe_changes(before: Mapping[str, Any] | None, after: Mapping[str, Any])
 
 
 def _value(value: Any) -> str:
-    return "unset" if value is None else json.dumps(value, ensure_ascii=False)
+    return "unset" if value is None else _excerpt(json.dumps(value, ensure_ascii=False))
 
 
 def summary(kind: str, changes: Mapping[str, Any]) -> str:
@@ -304,12 +305,21 @@ def _server_key(spec: ServerSpec) -> str:
     return digest(identity(spec))
 
 
+def _table(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    """``parent[key]``, a JSON object (made when missing); raises :class:`UserError` when it is not one."""
+    table = parent.setdefault(key, {})
+    if not isinstance(table, dict):
+        path = statestore.state_dir() / f"{RECORD}.json"
+        raise UserError(f"{path} is not a record of pins ({key!r} is not an object); move it aside and rerun")
+    return table
+
+
 def _gate(spec: ServerSpec, kind: str, documents: Sequence[Mapping[str, Any]]) -> list[Hold]:
     """Pin on first use, or compare with the pins; the holds, recorded. See the module docstring."""
     key = _server_key(spec)
     holds: list[Hold] = []
     with statestore.updating(RECORD) as record:
-        servers = record.setdefault("servers", {})
+        servers = _table(record, "servers")
         entry = servers.get(key)
         if not isinstance(entry, dict):
             budget = _Budget({})
@@ -320,9 +330,10 @@ def _gate(spec: ServerSpec, kind: str, documents: Sequence[Mapping[str, Any]]) -
                 "held": {},
             }
             return []
-        pins = entry.setdefault("items", {})
+        pins = _table(entry, "items")
+        before_held = _table(entry, "held")
         listed = {f"{kind}:{document['name']}" for document in documents}
-        held = {k: v for k, v in entry.get("held", {}).items() if k not in listed}  # kept till approved
+        held = {k: v for k, v in before_held.items() if k not in listed}  # kept till approved
         budget = _Budget({"items": pins, "held": held})
         for document in documents:
             item = f"{kind}:{document['name']}"
@@ -334,7 +345,7 @@ def _gate(spec: ServerSpec, kind: str, documents: Sequence[Mapping[str, Any]]) -
             changes = describe_changes(before, document)
             holds.append(Hold(spec.name, kind, str(document["name"]), sha, changes))
             held[item] = {**budget.pin(document, sha), "changes": changes, "since": _now()}
-            previous = entry.get("held", {}).get(item)
+            previous = before_held.get(item)
             if isinstance(previous, dict) and previous.get("sha256") == sha:
                 held[item]["since"] = previous.get("since", held[item]["since"])
         entry["held"] = held
@@ -396,11 +407,13 @@ def admit_tools(spec: ServerSpec, listed: Sequence[ToolDefinition]) -> list[Tool
 
 def held(spec: ServerSpec) -> list[Hold]:
     """What is held of ``spec``, as last recorded (nothing is started); raises :class:`UserError`."""
-    entry = statestore.load(RECORD).get("servers", {}).get(_server_key(spec))
-    if not isinstance(entry, dict) or not spec.pin:
+    if not spec.pin:
+        return []
+    entry = _table(statestore.load(RECORD), "servers").get(_server_key(spec))
+    if not isinstance(entry, dict):
         return []
     holds = []
-    for item, value in sorted(entry.get("held", {}).items()):
+    for item, value in sorted(_table(entry, "held").items()):
         kind, _, name = item.partition(":")
         if isinstance(value, dict):
             holds.append(Hold(spec.name, kind, name, str(value.get("sha256")), value.get("changes") or {}))
@@ -411,14 +424,14 @@ def approve(spec: ServerSpec, holds: Sequence[Hold]) -> list[Hold]:
     """Pin each of ``holds`` that is still held with the same digest; the ones pinned."""
     approved = []
     with statestore.updating(RECORD) as record:
-        entry = record.get("servers", {}).get(_server_key(spec))
+        entry = _table(record, "servers").get(_server_key(spec))
         if not isinstance(entry, dict):
             return []
-        pending = entry.setdefault("held", {})
+        pending = _table(entry, "held")
         for hold in holds:
             value = pending.get(hold.key)
             if isinstance(value, dict) and value.get("sha256") == hold.sha256:
-                entry.setdefault("items", {})[hold.key] = {
+                _table(entry, "items")[hold.key] = {
                     "sha256": hold.sha256,
                     "definition": value.get("definition"),
                 }

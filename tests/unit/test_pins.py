@@ -15,7 +15,7 @@ import pytest
 from awf_mcp.core import pins
 from awf_mcp.core.observability import JsonLogFormatter, TextLogFormatter
 from awf_mcp.core.servers import ServerSpec, parse_one
-from awf_mcp.errors import ConfigError
+from awf_mcp.errors import ConfigError, UserError
 from awf_mcp.ports import ToolAnnotations, ToolDefinition, inert_json, inert_text
 
 
@@ -146,7 +146,12 @@ def test_an_unreadable_record_serves_nothing_of_the_server(
     record.parent.mkdir(parents=True)
     record.write_text("{not json")
     assert pins.admit_tools(SPEC, [tool()]) == []
-    assert "cannot be checked" in caplog.text
+    assert "cannot be checked" in caplog.text and "not valid JSON" in caplog.text
+    record.write_text('{"servers": ["not", "an", "object"]}')
+    assert pins.admit_tools(SPEC, [tool()]) == []
+    assert "is not a record of pins" in caplog.text
+    with pytest.raises(UserError, match="move it aside"):
+        pins.held(SPEC)
 
 
 def test_a_large_definition_is_pinned_by_hash_and_its_change_still_held() -> None:
