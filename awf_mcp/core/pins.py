@@ -222,21 +222,20 @@ def _value(value: Any) -> str:
 
 
 def summary(kind: str, changes: Mapping[str, Any]) -> str:
-    """One line saying what :func:`describe_changes` found."""
+    """One line saying what :func:`describe_changes` found; the upstream's text as it is (whatever
+    shows the line makes it inert)."""
     if changes.get("new"):
         text = f"a new {kind}, not in what was approved"
         hints = changes.get("annotations") or {}
         if hints:
             text += " (" + ", ".join(f"{key}={_value(value)}" for key, value in hints.items()) + ")"
-        return f"{text}: {json.dumps(changes.get('description', ''), ensure_ascii=False)}"
+        return f'{text}: "{changes.get("description", "")}"'
     if "unknown" in changes:
         return f"changed; {changes['unknown']}"
     parts = []
     if "description" in changes:
         cut, put = changes["description"]["removed"], changes["description"]["added"]
-        parts.append(
-            f"description -{json.dumps(cut, ensure_ascii=False)} +{json.dumps(put, ensure_ascii=False)}"
-        )
+        parts.append(f'description -"{cut}" +"{put}"')
     for key in ("inputSchema", "outputSchema"):
         if key in changes:
             marks = {"added": "+", "removed": "-", "changed": "~"}

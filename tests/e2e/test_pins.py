@@ -234,6 +234,23 @@ def test_tools_list_and_servers_list_show_an_upstreams_escapes_escaped(
         assert not any(char in output for char in RAW), repr(output)
 
 
+def test_doctor_and_servers_list_show_held_tools_with_their_escapes_escaped(
+    tmp_path: Path, markers: Path, env: dict[str, str]
+) -> None:
+    config = write_config(tmp_path, fake("fake", "good", markers))
+    env = {**env, "COLUMNS": "1000"}
+    assert awf("tools", "list", "--config", config, cwd=tmp_path, env=env).returncode == 0
+    (markers / "hostile").touch()  # two new tools: held, their descriptions quoted in the summary
+    servers = awf("servers", "list", "--config", config, cwd=tmp_path, env=env)
+    doctor = awf("doctor", "--config", config, cwd=tmp_path, env=env)
+    for output in (servers.stdout, doctor.stdout):
+        assert "\\x1b[31mred\\x1b[0m" in output and "\\u202eexe" in output, output
+        assert "tool 'forged\\u202e\\x0aawf-mcp: ERROR: forged line'" in output, output
+        assert APPROVE in output
+    for output in (servers.stdout, servers.stderr, doctor.stdout, doctor.stderr):
+        assert not any(char in output for char in RAW), repr(output)
+
+
 @pytest.mark.parametrize("log_format", ["text", "json"])
 def test_a_newline_in_an_upstream_tool_name_writes_no_log_line_of_its_own(
     tmp_path: Path, markers: Path, env: dict[str, str], log_format: str
