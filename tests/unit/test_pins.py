@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from awf_mcp.core import pins
+from awf_mcp.core.config import Settings
 from awf_mcp.core.observability import JsonLogFormatter, TextLogFormatter
+from awf_mcp.core.registry import build
 from awf_mcp.core.servers import ServerSpec, parse_one
 from awf_mcp.errors import ConfigError, UserError
 from awf_mcp.ports import ToolAnnotations, ToolDefinition, inert_json, inert_text
@@ -226,3 +228,11 @@ def test_log_lines_hold_an_upstream_name_inert() -> None:
     line = JsonLogFormatter().format(record)
     assert "\n" not in line and "\u202e" not in line
     assert json.loads(line)["message"] == "tool 'a\nawf-mcp: ERROR: x\u202e' left out"
+
+
+def test_a_rename_of_a_held_tool_does_not_stop_start_up() -> None:
+    pins.admit_tools(SPEC, [tool()])
+    pins.admit_tools(SPEC, [tool(description="Changed.")])
+    assert len(build([], Settings(renames={"files_read": "files_cat", "server:files/files_read": "x"}))) == 0
+    with pytest.raises(ConfigError, match="rename names tool 'files_gone'"):
+        build([], Settings(renames={"files_gone": "files_cat"}))
