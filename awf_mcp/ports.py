@@ -96,6 +96,43 @@ def visible_char(char: str) -> str:
     return char
 
 
+_NOT_INERT = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+"""What text from elsewhere may not put on a terminal or in a log line as it is: control characters
+(C0, DEL, C1: ESC starts every ANSI sequence), line and paragraph separators, and the bidirectional
+marks, embeddings, overrides and isolates (U+061C, U+200E/F, U+202A-202E, U+2066-2069) that make
+text display in another order than it reads; and lone surrogates (bytes that were not UTF-8)."""
+
+
+def _inert_char(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    if 0xD800 <= code <= 0xDFFF:
+        return visible_char(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def inert_text(text: str) -> str:
+    """``text`` made inert for a terminal or a log line: each character of :data:`_NOT_INERT` is written
+    as a visible escape (``\\x1b``, ``\\u202e``; an undecodable byte as :func:`visible_char` writes it),
+    so it can neither run a terminal escape, reorder what is shown, nor start a line of its own.
+    Every other character, backslashes included, is kept; text without any is returned unchanged.
+    """
+    if text.isascii() and text.isprintable():
+        return text
+    return _NOT_INERT.sub(_inert_char, text)
+
+
+def inert_json(line: str) -> str:
+    """A line of JSON with each character of :data:`_NOT_INERT` that it holds raw written as a JSON
+    ``\\uXXXX`` escape: the same value, read back, but inert on a terminal (``json.dumps`` with
+    ``ensure_ascii=False`` keeps C1 controls and bidirectional overrides raw)."""
+    if line.isascii() and "\x7f" not in line:
+        return line  # json.dumps escapes every other ASCII control character itself
+    return _NOT_INERT.sub(lambda match: f"\\u{ord(match.group()):04x}", line)
+
+
 _IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
     (b"\xff\xd8\xff", "image/jpeg"),
@@ -133,6 +170,17 @@ class ToolAnnotations:
     destructive: bool | None = None
     idempotent: bool | None = None
     open_world: bool | None = None
+
+    def hints(self) -> dict[str, Any]:
+        """The stated hints under their MCP names (``title``, ``readOnlyHint``, ``destructiveHint``, ...)."""
+        named = {
+            "title": self.title,
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent,
+            "openWorldHint": self.open_world,
+        }
+        return {key: value for key, value in named.items() if value is not None}
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,6 +70,16 @@ def _private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
 
 
 @pytest.fixture(autouse=True)
+def _fresh_state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """And each test's own, inside it: what one test pinned or approved is not another's first use.
+
+    (An upstream may list more tools to an agent that supports more: a test that met it first
+    without sampling would otherwise leave the tool it adds for one that samples held back.)
+    """
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
+@pytest.fixture(autouse=True)
 def _sys_path_restored() -> Iterator[None]:
     """Undo what a test's in-process plugin load appended to ``sys.path`` (plugin directories).
 

@@ -6,7 +6,8 @@ Contract
   valid, single-line text. A byte that is not valid UTF-8 (Python hands it over
   as a ``surrogateescape`` surrogate) becomes ``\\xNN``, as Python's
   ``backslashreplace`` writes it; a control character, a line or paragraph
-  separator and a bidirectional override become ``\\xNN``/``\\uNNNN`` too, so
+  separator and a bidirectional mark or override become ``\\xNN``/``\\uNNNN`` too
+  (:func:`~awf_mcp.ports.inert_text`), so
   a name can neither break the JSON-RPC stream nor forge an output line. Every
   other character, backslashes included, is kept as it is. A valid UTF-8 name
   without such characters is returned unchanged.
@@ -20,30 +21,14 @@ Contract
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from awf_mcp.ports import visible_char
+from awf_mcp.ports import inert_text
 
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-
-
-def _escape(match: re.Match[str]) -> str:
-    char = match.group()
-    code = ord(char)
-    if 0xD800 <= code <= 0xDFFF:  # an undecodable byte, as surrogateescape carries it, or a lone one
-        return visible_char(char)
-    if code <= 0xFF:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}"
-
-
-def printable(name: str) -> str:
-    """``name`` with undecodable bytes and control characters escaped (see the module contract)."""
-    if name.isascii() and name.isprintable():
-        return name
-    return _UNSAFE.sub(_escape, name)
+printable = inert_text
+"""``name`` with undecodable bytes and control characters escaped (see the module contract): the same
+escapes as everything else awf-mcp shows of text from elsewhere."""
 
 
 def utf8_size(text: str) -> int:

@@ -162,15 +162,19 @@ def tools_list(
     from rich.console import Console
     from rich.table import Table
 
+    from awf_mcp.cli.terminal import shown
+
     table = Table(title=f"{len(definitions)} tools", title_justify="left")
     table.add_column("name", style="bold")
     table.add_column("source")
     table.add_column("description")
     for d in definitions:
         summary = d.description.strip().splitlines()[0] if d.description.strip() else ""
-        table.add_row(d.name, d.source, summary)
+        table.add_row(shown(d.name), shown(d.source), shown(summary))  # an upstream's text, made inert
         if schema:
-            table.add_row("", "", json.dumps(d.input_schema, indent=2))
+            table.add_row(
+                "", "", "\n".join(shown(line) for line in json.dumps(d.input_schema, indent=2).splitlines())
+            )
     Console().print(table)
     for warning in warnings:
         print(f"awf-mcp: warning: {warning}", file=sys.stderr)

@@ -31,7 +31,9 @@ The checks:
     every plugin: loaded (with its tools), failed (with the reason), or disabled.
 ``servers``
     every upstream MCP server in the configuration, started as ``serve`` starts it:
-    running (with its tools), failed (with the reason), or disabled.
+    running (with its tools), failed (with the reason), or disabled; and a warning for
+    each of its tools held back (:mod:`awf_mcp.core.pins`: changed since approved, or new)
+    naming the ``awf-mcp servers approve NAME`` that approves it.
 ``tools``
     the plugins' and servers' tools merge into one registry (a name collision stops
     ``serve``), and names too long for some clients.
@@ -76,6 +78,7 @@ if TYPE_CHECKING:
     from awf_mcp.core.config import Settings
     from awf_mcp.core.plugins import PluginRecord
     from awf_mcp.core.registry import Registry
+    from awf_mcp.core.servers import ServerSpec
     from awf_mcp.ops.clientconfig import ServerEntry, ServerFile
 
 OK, INFO, WARNING, ERROR = "ok", "info", "warning", "error"
@@ -544,7 +547,32 @@ async def check_servers(ctx: Context) -> list[Finding]:
             )
         subject = f"server '{record.name}' ({spec.transport})"
         findings.append(Finding("servers", status, subject, detail, fix, data))
+        findings.extend(held_findings(spec))
     return findings
+
+
+def held_findings(spec: ServerSpec) -> list[Finding]:
+    """One warning per item of ``spec`` held back (:mod:`awf_mcp.core.pins`): what changed, how to approve."""
+    from awf_mcp.core import pins
+
+    command = pins.approve_command(spec.name)
+    return [
+        Finding(
+            "servers",
+            WARNING,
+            f"server '{spec.name}': {hold.kind} '{hold.name}'",
+            f"held, not served: {hold.summary}",
+            f"review and approve it: {command}",
+            {
+                "server": spec.name,
+                "item": hold.kind,
+                "name": hold.name,
+                "changes": dict(hold.changes),
+                "approve": command,
+            },
+        )
+        for hold in pins.held(spec)
+    ]
 
 
 async def check_tools(ctx: Context) -> list[Finding]:
@@ -834,15 +862,14 @@ _BADGES = {OK: "[green]ok[/]   ", INFO: "[blue]info[/] ", WARNING: "[yellow]warn
 def print_report(report: Report) -> None:
     """One line per finding (status, check, what was found, the fix), then the counts."""
     from rich.console import Console
-    from rich.markup import escape
+
+    from awf_mcp.cli.terminal import shown
 
     console = Console(highlight=False)
     for finding in report.findings:
-        line = (
-            f"{_BADGES[finding.status]} {finding.check}: {escape(finding.subject)}: {escape(finding.detail)}"
-        )
+        line = f"{_BADGES[finding.status]} {finding.check}: {shown(finding.subject)}: {shown(finding.detail)}"
         if finding.fix:
-            line += f" [bold]fix:[/] {escape(finding.fix)}"
+            line += f" [bold]fix:[/] {shown(finding.fix)}"
         console.print(line)
     counts = report.counts()
     problems = f"{_count(counts[WARNING], WARNING)}, {_count(counts[ERROR], ERROR)}"

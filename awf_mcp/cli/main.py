@@ -25,6 +25,7 @@ from typing import Any
 from awf_mcp import __version__
 from awf_mcp.cli.options import parse_serve
 from awf_mcp.errors import AwfError, UserError
+from awf_mcp.ports import inert_text
 
 
 def exit_now_if_threads_linger(code: int) -> None:
@@ -53,13 +54,14 @@ def serve(argv: Sequence[str]) -> None:
 
     observer: Callable[[Any], None] = runtime.log_call
     if launch.audit_log:
-        from awf_mcp.core.observability import AuditLog
+        from awf_mcp.core.observability import AuditLog, send_audit_events_to
 
         try:
             audit = AuditLog(launch.audit_log)
         except OSError as exc:
             raise UserError(f"cannot open audit log {launch.audit_log}: {exc.strerror or exc}") from None
         observer = runtime.observers(runtime.log_call, audit)
+        send_audit_events_to(audit.event)  # an upstream tool held back is recorded too
     if launch.transport == "stdio":
         anyio.run(runtime.serve_stdio, settings, __version__, observer)
     else:
@@ -141,5 +143,5 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         app(args=args, prog_name="awf-mcp")
     except AwfError as exc:
-        print(f"awf-mcp: error: {exc}", file=sys.stderr)
+        print(f"awf-mcp: error: {inert_text(str(exc))}", file=sys.stderr)  # may quote an upstream
         raise SystemExit(exc.exit_code) from None

@@ -1,4 +1,5 @@
-"""``awf-mcp servers list [--json]`` and ``awf-mcp servers import claude|gemini|codex [--write]``.
+"""``awf-mcp servers list [--json]``, ``servers approve NAME [--yes]`` and
+``servers import claude|gemini|codex [--write]``.
 
 ``servers import`` is :func:`awf_mcp.ops.serverimport.import_servers`. ``servers list``
 shows the configured upstream MCP servers, their state and tools:
@@ -10,10 +11,20 @@ each tool or ``instructions`` left out for passing a byte bound), ``failed`` (wi
 or ``disabled``. Nothing secret is shown: ``env`` and ``headers`` by
 key only, ``args`` and ``url`` as written in the file, before ``${VAR}`` expansion.
 
-``--json`` prints ``{"servers": [{"name", "transport", "enabled", "state", "reason",
-"tools", "left_out", "command", "args", "env", "cwd" | "url", "headers"}]}``, plus
-``"ignored_config": {"path", "approval", "would", "fix"}`` when a project's config file was
-not used because the user has not approved it (:mod:`awf_mcp.core.trust`).
+A tool held back (its definition changed since the user approved it, or it is new; see
+:mod:`awf_mcp.core.pins`) is not among a server's tools; it is listed under ``held``, with
+what changed and the command that approves it. Text from the servers is printed inert
+(:func:`~awf_mcp.cli.terminal.shown`).
+
+``--json`` prints ``{"servers": [{"name", "transport", "enabled", "pin", "state", "reason",
+"tools", "left_out", "held": [{"item", "name", "changes", "summary"}], "approve", "command",
+"args", "env", "cwd" | "url", "headers"}]}`` (``approve``: the command, or ``null`` when nothing
+is held), plus ``"ignored_config": {"path", "approval", "would", "fix"}`` when a project's
+config file was not used because the user has not approved it (:mod:`awf_mcp.core.trust`).
+
+``servers approve NAME`` starts that server as ``serve`` would, shows each held item and what
+changed, and on the user's yes (a terminal, or ``--yes``) pins them as they are now
+(:func:`awf_mcp.core.pins.approve`).
 """
 
 from __future__ import annotations
@@ -21,21 +32,34 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Annotated, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from awf_mcp.cli.options import with_options
 from awf_mcp.core.config import ServeOptions, Settings
 
+if TYPE_CHECKING:
+    from awf_mcp.core.servers import ServerSpec
+
 servers_app = typer.Typer(help="Inspect the upstream MCP servers awf-mcp serves.", no_args_is_help=True)
+
+
+def _held_rows(spec: ServerSpec) -> list[dict[str, Any]]:
+    from awf_mcp.core import pins
+
+    return [
+        {"item": hold.kind, "name": hold.name, "changes": dict(hold.changes), "summary": hold.summary}
+        for hold in pins.held(spec)
+    ]
 
 
 def _states(settings: Settings) -> list[dict[str, Any]]:
     import anyio
 
     from awf_mcp.cli import runtime
-    from awf_mcp.core.servers import ServerSpec
+    from awf_mcp.core import pins
     from awf_mcp.core.upstream import UpstreamProvider
 
     specs: dict[str, ServerSpec] = {spec.name: spec for spec in settings.servers}
@@ -56,6 +80,8 @@ def _states(settings: Settings) -> list[dict[str, Any]]:
                     if isinstance(entry.provider, UpstreamProvider)
                     for sentence in entry.provider.left_out
                 ]
+                row["held"] = _held_rows(specs[record.name])
+                row["approve"] = pins.approve_command(record.name) if row["held"] else None
                 shown.append(row)
             return shown
         finally:
@@ -82,15 +108,15 @@ def servers_list(
     # As doctor does: 1 when an enabled server failed to start, for scripts that check.
     failed = any(row["enabled"] and row["state"] not in ("running", "disabled") for row in rows)
     if json_output:
-        shown: dict[str, Any] = {"servers": rows}
+        listing: dict[str, Any] = {"servers": rows}
         if ignored is not None:
-            shown["ignored_config"] = {
+            listing["ignored_config"] = {
                 "path": str(ignored.path),
                 "approval": ignored.verdict.state,
                 "would": list(ignored.would),
                 "fix": ignored.fix,
             }
-        print(json.dumps(shown, indent=2))
+        print(json.dumps(listing, indent=2))
         if failed:
             raise typer.Exit(1)
         return
@@ -105,15 +131,93 @@ def servers_list(
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("server", "transport", "state", "tools")
+    from awf_mcp.cli.terminal import shown
+
+    table = Table("server", "transport", "state", "tools", "held")
     for row in rows:
         state = row["state"] + (f": {row['reason']}" if row["reason"] else "")
         state += "".join(f"\n{sentence}" for sentence in row["left_out"])
         tools = ", ".join(row["tools"]) if row["tools"] else "-"
-        table.add_row(row["name"], row["transport"], state, tools)
-    Console().print(table)
+        held = ", ".join(hold["name"] for hold in row["held"]) if row["held"] else "-"
+        table.add_row(shown(row["name"]), row["transport"], shown(state), shown(tools), shown(held))
+    console = Console(highlight=False)
+    console.print(table)
+    for row in rows:
+        for hold in row["held"]:
+            console.print(
+                shown(f"server '{row['name']}': {hold['item']} '{hold['name']}' held: {hold['summary']}")
+            )
+        if row["approve"]:
+            console.print(shown(f"  review and approve: {row['approve']}"))
     if failed:
         raise typer.Exit(1)
+
+
+@servers_app.command("approve")
+@with_options("config")
+def servers_approve(
+    name: Annotated[str, typer.Argument(help="The server whose held tools to review and approve.")],
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Approve without asking (for scripts): read the changes first.")
+    ] = False,
+    *,
+    options: ServeOptions,
+) -> None:
+    """Show what changed in a server's held tools since you approved them; approve them as they are now."""
+    import sys
+
+    import anyio
+
+    from awf_mcp.cli import runtime
+    from awf_mcp.cli.terminal import shown
+    from awf_mcp.core import config, pins
+    from awf_mcp.core.observability import configure_logging
+    from awf_mcp.errors import UserError
+    from awf_mcp.ports import inert_text
+
+    configure_logging("ERROR")
+    settings = config.load(options)
+    spec = next((s for s in settings.servers if s.name == name), None)
+    if spec is None:
+        known = ", ".join(s.name for s in settings.servers) or "none"
+        raise UserError(f"no server '{name}' in the configuration (configured: {known})")
+    if not spec.pin:
+        print(f"server '{name}' is not pinned (pin = false): its tools are served as it lists them")
+        return
+
+    async def refresh() -> str:
+        """Start the server as serve would: its listing is checked against the pins again."""
+        records = await runtime.start_servers(replace(settings, servers=(spec,)))
+        try:
+            return records[0].status.removeprefix("failed: ") if records and not records[0].ok else ""
+        finally:
+            await runtime.close_providers([entry.provider for r in records for entry in r.providers])
+
+    problem = anyio.run(refresh)
+    if problem:
+        warning = f"server '{name}' did not start ({problem}); what was recorded of it is shown"
+        print(f"awf-mcp: warning: {inert_text(warning)}", file=sys.stderr)
+    holds = pins.held(spec)
+    if not holds:
+        print(f"nothing of server '{name}' is held: every tool it lists is as approved")
+        return
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    console.print(shown(f"server '{name}' ({pins.runs(spec)}): {len(holds)} held"))
+    for hold in holds:
+        console.print(shown(f"  {hold.kind} '{hold.name}': {hold.summary}"))
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UserError(
+                "not approved: there is no terminal to ask on; read the changes above, then rerun with --yes"
+            )
+        if not typer.confirm(f"Approve these {len(holds)} and serve them?", default=False):
+            raise UserError("not approved: nothing changed")
+    approved = pins.approve(spec, holds)
+    print(f"approved {len(approved)} of server '{name}'; awf-mcp serves them from its next start")
+    if len(approved) < len(holds):
+        print(f"{len(holds) - len(approved)} changed again meanwhile and stay held: rerun to review them")
 
 
 @servers_app.command("import")

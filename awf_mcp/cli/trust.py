@@ -27,6 +27,7 @@ from typing import Annotated
 import typer
 
 from awf_mcp.errors import UserError
+from awf_mcp.ports import inert_text
 
 SHOWN_BYTES = 8192
 """How much of a file that is not an awf-mcp config is shown before approving it."""
@@ -36,16 +37,6 @@ def _variables(raw: bytes) -> list[str]:
     from awf_mcp.core.servers import variables_in
 
     return variables_in(raw.decode("utf-8", errors="replace"))
-
-
-def _inert(text: str) -> str:
-    """TEXT with control and bidi characters escaped, so a file cannot drive the terminal."""
-    return "".join(
-        f"\\u{ord(c):04x}"
-        if (ord(c) < 32 or 0x7F <= ord(c) < 0xA0 or 0x200E <= ord(c) <= 0x202E or 0x2066 <= ord(c) <= 0x2069)
-        else c
-        for c in text
-    )
 
 
 def _show_list() -> None:
@@ -112,7 +103,7 @@ def trust_command(
         return
     print("it would:" if would else "it would change nothing but defaults")
     for line in would:
-        print(f"  {_inert(line)}")
+        print(f"  {inert_text(line)}")
     if variables:
         print(f"  read these environment variables into them: {', '.join(variables)}")
     if verdict.state == "approved":
@@ -149,7 +140,7 @@ def approve_at_users_command(path: Path) -> None:
         would = f"not load ({exc})"
     trust.approve(path, raw)
     print(
-        f"awf-mcp: approved {path} as it is now (it would {_inert(would)}); "
+        f"awf-mcp: approved {path} as it is now (it would {inert_text(would)}); "
         f"a change needs `awf-mcp trust` again; `awf-mcp trust --forget {path}` withdraws it",
         file=sys.stderr,
     )

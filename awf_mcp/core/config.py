@@ -37,7 +37,7 @@ from awf_mcp.budget import MAX_BUDGET, MIN_BUDGET
 from awf_mcp.core import servers, trust
 from awf_mcp.core.servers import ServerSpec
 from awf_mcp.errors import ConfigError
-from awf_mcp.ports import plugin_setting_variable
+from awf_mcp.ports import inert_text, plugin_setting_variable
 
 DEFAULT_CONFIG_NAME = "awf-mcp.toml"
 DEFAULT_CALL_TIMEOUT_SECONDS = 620.0
@@ -316,7 +316,7 @@ def _notice_once(ignored: IgnoredConfig) -> None:
     if log.isEnabledFor(logging.WARNING):
         log.warning("%s", ignored.notice)
     else:  # a command that keeps its own log quiet still says this
-        print(f"awf-mcp: warning: {ignored.notice}", file=sys.stderr)
+        print(f"awf-mcp: warning: {inert_text(ignored.notice)}", file=sys.stderr)
 
 
 def find_config(options: ServeOptions, workdir: Path) -> tuple[Path, bool] | None:

@@ -52,11 +52,12 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from awf_mcp.errors import UserError
+from awf_mcp.ports import inert_json, inert_text
 
 if TYPE_CHECKING:
     from awf_mcp.core.calls import CallRecord
@@ -227,7 +228,34 @@ class JsonLogFormatter(logging.Formatter):
             payload.update(call)
         if record.exc_info:
             payload["traceback"] = self.formatException(record.exc_info)
-        return json.dumps(payload, ensure_ascii=False)
+        return inert_json(json.dumps(payload, ensure_ascii=False))
+
+
+class TextLogFormatter(logging.Formatter):
+    """``awf-mcp: LEVEL: message``, the message made inert (:func:`~awf_mcp.ports.inert_text`): a name
+    from an upstream holding a newline, an ANSI escape or a bidirectional override shows as escapes
+    and can neither start a line of its own nor restyle or reorder the terminal."""
+
+    def __init__(self) -> None:
+        super().__init__("awf-mcp: %(levelname)s: %(message)s")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return inert_text(super().formatMessage(record))
+
+
+AuditSink = Callable[[Mapping[str, Any]], None]
+_audit_sinks: list[AuditSink] = []
+
+
+def send_audit_events_to(sink: AuditSink) -> None:
+    """Have every :func:`audit_event` of this process written by ``sink`` (the audit log's ``event``)."""
+    _audit_sinks.append(sink)
+
+
+def audit_event(fields: Mapping[str, Any]) -> None:
+    """Record something that is not a call (an upstream tool held back) in the audit log, if there is one."""
+    for sink in list(_audit_sinks):
+        sink(fields)
 
 
 class AuditLog:
@@ -246,7 +274,14 @@ class AuditLog:
             entry["upstream_requests"] = [dict(request) for request in record.upstream_requests]
         if record.upstream_requests_omitted:
             entry["upstream_requests_omitted"] = record.upstream_requests_omitted
-        line = (json.dumps(entry, ensure_ascii=False, default=repr) + "\n").encode()
+        self._append(entry)
+
+    def event(self, fields: Mapping[str, Any]) -> None:
+        """Append one record that is not a call: ``ts`` and ``fields`` (``event`` says what happened)."""
+        self._append({"ts": _now(), **redact(dict(fields))})
+
+    def _append(self, entry: Mapping[str, Any]) -> None:
+        line = (inert_json(json.dumps(entry, ensure_ascii=False, default=repr)) + "\n").encode()
         with self._lock:
             written = os.write(self._fd, line)
             if written != len(line):  # a short write on a regular file means the disk is full
@@ -288,7 +323,7 @@ def configure_logging(level: str, log_format: str = "text", log_file: str | None
     if log_format == "json":
         handler.setFormatter(JsonLogFormatter())
     else:
-        handler.setFormatter(logging.Formatter("awf-mcp: %(levelname)s: %(message)s"))
+        handler.setFormatter(TextLogFormatter())
     root = logging.getLogger("awf_mcp")
     root.handlers[:] = [handler]
     root.setLevel(numeric)

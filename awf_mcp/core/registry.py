@@ -54,6 +54,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
 from awf_mcp.core.config import PROXY_CODE, Settings
+from awf_mcp.core.pins import refusal
 from awf_mcp.core.plugins import PluginRecord
 from awf_mcp.core.servers import SOURCE_PREFIX as SERVER_SOURCE_PREFIX
 from awf_mcp.errors import ConfigError, PluginError, ToolNameError, UnknownToolError
@@ -135,14 +136,15 @@ class Registry:
         return [tool.definition for tool in self._served[0]]
 
     def lookup(self, name: str) -> RegisteredTool:
-        """The tool called ``name``; :class:`UnknownToolError` if there is none."""
+        """The tool called ``name``; :class:`UnknownToolError` if there is none (for an upstream tool
+        held back, :func:`~awf_mcp.core.pins.refusal` says why and how to approve it)."""
         by_name = self._served[1]
         try:
             return by_name[name]
         except KeyError:
             close = fnmatch.filter(by_name, f"*{name[:3]}*") if name else []
             hint = f"; did you mean {', '.join(close[:3])}?" if close else ""
-            raise UnknownToolError(f"unknown tool '{name}'{hint}") from None
+            raise UnknownToolError(refusal(name) or f"unknown tool '{name}'{hint}") from None
 
     @property
     def can_change(self) -> bool:

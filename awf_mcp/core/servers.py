@@ -11,8 +11,9 @@ configuration can be pasted in), into :class:`ServerSpec` objects sorted by name
   ``type``/``transport`` markers (``stdio``, ``http``, ``streamable-http``) are
   accepted, ``sse`` is refused with a sentence saying so.
 * ``timeout_seconds`` (per call; default the server-wide call timeout),
-  ``startup_timeout_seconds`` (default :data:`DEFAULT_STARTUP_TIMEOUT_SECONDS`) and
-  ``enabled`` (default true) are awf-mcp's own keys.
+  ``startup_timeout_seconds`` (default :data:`DEFAULT_STARTUP_TIMEOUT_SECONDS`),
+  ``enabled`` (default true) and ``pin`` (default true: its tools are served only as
+  approved, see :mod:`awf_mcp.core.pins`) are awf-mcp's own keys.
 * ``${VAR}`` (and ``${VAR:-default}``) in ``command``, ``args``, ``env`` values, ``url``
   and ``headers`` values is replaced from awf-mcp's environment. A variable that is not
   set does not stop start-up: that server alone fails, with a reason naming the
@@ -54,6 +55,7 @@ _KEYS = {
     "timeout_seconds",
     "startup_timeout_seconds",
     "enabled",
+    "pin",
 }
 # Keys the agents write that awf-mcp reads under another name, or reads and ignores.
 _AGENT_KEYS = {"type", "transport", "httpUrl", "timeout", "trust", "description", "disabled"}
@@ -77,6 +79,8 @@ class ServerSpec:
     timeout_seconds: float | None = None
     startup_timeout_seconds: float = DEFAULT_STARTUP_TIMEOUT_SECONDS
     enabled: bool = True
+    pin: bool = True
+    """Whether its tools are pinned (:mod:`awf_mcp.core.pins`); ``pin = false`` serves them as listed."""
     written_args: tuple[str, ...] = ()
     written_url: str = ""
     secrets: frozenset[str] = frozenset()
@@ -100,7 +104,12 @@ class ServerSpec:
 
     def public(self) -> dict[str, Any]:
         """What may be shown of this server: no expanded value, no env or header value."""
-        shown: dict[str, Any] = {"name": self.name, "transport": self.transport, "enabled": self.enabled}
+        shown: dict[str, Any] = {
+            "name": self.name,
+            "transport": self.transport,
+            "enabled": self.enabled,
+            "pin": self.pin,
+        }
         if self.url:
             shown["url"] = self.written_url
             shown["headers"] = sorted(self.headers)
@@ -201,6 +210,9 @@ def parse_one(name: str, table: Any, where: str, environ: Mapping[str, str] | No
     enabled = table.get("enabled", not table.get("disabled", False))
     if not isinstance(enabled, bool):
         raise ConfigError(f"enabled in {where} must be true or false")
+    pin = table.get("pin", True)
+    if not isinstance(pin, bool):
+        raise ConfigError(f"pin in {where} must be true or false")
     timeout = table.get("timeout_seconds")
     if timeout is None and "timeout" in table:  # Gemini CLI writes milliseconds
         timeout = _seconds(table["timeout"], f"timeout in {where}") / 1000
@@ -218,6 +230,7 @@ def parse_one(name: str, table: Any, where: str, environ: Mapping[str, str] | No
             f"startup_timeout_seconds in {where}",
         ),
         enabled=enabled,
+        pin=pin,
         written_args=written_args,
         written_url=url,
         secrets=frozenset(s for s in secrets if len(s) >= 3),

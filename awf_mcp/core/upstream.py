@@ -24,7 +24,9 @@ Contract
   further page is asked for, as once :data:`MAX_LISTING_BYTES` were read. Each is a warning
   (``log``) and a sentence in :attr:`UpstreamProvider.left_out` (``servers list`` shows
   them); the rest is served. So the merged ``tools/list`` stays far below the 10 MiB frame
-  limit however large or many the servers' tools.
+  limit however large or many the servers' tools. What is kept then passes
+  :func:`~awf_mcp.core.pins.admit_tools`: a tool whose definition changed since the user
+  approved it, or that is new, is held back (not served).
 * ``notifications/tools/list_changed`` from the server makes the provider list its tools
   again, :data:`RELIST_PAUSE_SECONDS` later (notifications arriving meanwhile, or during
   the listing, are coalesced into one more listing: a server sending a flood of them gets
@@ -123,6 +125,7 @@ from awf_mcp.core.observability import (
     json_size,
     upstream_requests_of_call,
 )
+from awf_mcp.core.pins import admit_tools
 from awf_mcp.core.plugins import PluginRecord, ProviderTools
 from awf_mcp.core.roots import root_uri
 from awf_mcp.core.servers import ServerSpec, working_directory
@@ -417,8 +420,9 @@ class UpstreamProvider:
             if sentence not in logged:
                 log.warning("server '%s': %s", self.spec.name, sentence)
         self.left_out = left_out + ([self._instructions_left_out] if self._instructions_left_out else [])
+        admitted = admit_tools(self.spec, listing.kept)  # pinned definitions: a changed or new tool is held
         return [
-            replace(tool, name=f"{self._prefix}{tool.name}", source=self.spec.source) for tool in listing.kept
+            replace(tool, name=f"{self._prefix}{tool.name}", source=self.spec.source) for tool in admitted
         ]
 
     async def _follow_changes(self, session: UpstreamSession) -> None:

@@ -37,7 +37,7 @@ def test_claude_code_is_offered_a_tool_that_appeared_mid_session(
 ) -> None:
     agent_binary("claude")
     config = workspace.project / "awf-mcp.toml"
-    config.write_text(f'[servers.chg]\ncommand = "{sys.executable}"\nargs = ["{CHANGING}"]\n')
+    config.write_text(f'[servers.chg]\ncommand = "{sys.executable}"\nargs = ["{CHANGING}"]\npin = false\n')
     fake_model.scenario = Scenario(tool="chg_grow", arguments={"name": "extra", "linger": 2})
     accepted = {"projects": {str(workspace.project): {"hasTrustDialogAccepted": True}}}
     (workspace.home / ".claude.json").write_text(json.dumps(accepted), encoding="utf-8")

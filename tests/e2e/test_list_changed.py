@@ -58,8 +58,9 @@ ENVELOPE = {
 
 
 def changing_config(directory: Path) -> str:
-    """An ``awf-mcp.toml`` serving the changing upstream as ``chg``."""
-    text = f'[servers.chg]\ncommand = "{sys.executable}"\nargs = ["{CHANGING}"]\n'
+    """An ``awf-mcp.toml`` serving the changing upstream as ``chg``, not pinned: the tools it adds are
+    served as they come (tests/e2e/test_pins.py holds them back when pinned)."""
+    text = f'[servers.chg]\ncommand = "{sys.executable}"\nargs = ["{CHANGING}"]\npin = false\n'
     return str(write_approved(directory / "awf-mcp.toml", text))
 
 

@@ -431,8 +431,10 @@ async def test_an_agent_configuration_pasted_into_the_proxy_json_is_served(tmp_p
 
 @pytest.mark.anyio
 async def test_an_upstreams_tools_list_changed_is_re_merged_and_relayed_to_the_agent(tmp_path: Path) -> None:
-    """The SDK's own server changes its tools; the SDK's client, as the agent, is told and re-lists."""
-    config = write_config(tmp_path, server_table("chg", sys.executable, [str(CHANGING)]))
+    """The SDK's own server changes its tools; the SDK's client, as the agent, is told and re-lists.
+
+    Not pinned (``pin = false``): the tools it adds are served as they come (test_pins.py holds them)."""
+    config = write_config(tmp_path, server_table("chg", sys.executable, [str(CHANGING)], pin=False))
     command = server_command("serve", "--config", config, "--no-builtins", "--exclude", "chg_hidden")
     params = StdioServerParameters(
         command=command[0], args=command[1:], cwd=str(tmp_path), env=server_env(NO_PLUGINS)

@@ -118,7 +118,8 @@ def fake_connect(behaviour: Behaviour) -> Any:
 
 
 def spec(name: str = "fake", **extra: Any) -> ServerSpec:
-    return ServerSpec(name=name, command="fake", **extra)
+    """A server whose tools change from test to test: not pinned (tests/unit/test_pins.py pins)."""
+    return ServerSpec(name=name, command="fake", **{"pin": False, **extra})
 
 
 async def test_servers_start_concurrently_and_tools_are_prefixed_with_definitions_kept() -> None:

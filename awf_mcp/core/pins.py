@@ -1,0 +1,452 @@
+"""Pinned upstream definitions: an upstream server's tools are served only as the user approved them.
+
+Contract
+--------
+* An **item** is one thing a server offers, of a kind (``tool`` today; prompts and resources
+  use the same record once they are relayed). It is pinned by the SHA-256 of its canonical
+  JSON (:func:`canonical`: keys sorted, no whitespace, UTF-8): for a tool, its own name,
+  ``description``, ``inputSchema``, ``outputSchema`` and ``annotations``, under their MCP
+  names (:func:`tool_document`).
+* A server is known by its **identity**: its name plus what it runs (``command`` and
+  ``args`` as written) or connects to (``url`` as written). The same name running another
+  command is another server, with pins of its own.
+* :func:`admit_tools` is the one gate, called wherever a server's listing becomes the tools
+  awf-mcp serves (at start-up and after each ``tools/list_changed``):
+
+  - a server with ``pin = false`` is served as listed; nothing is recorded;
+  - a server seen for the first time (``serve``, ``tools list``, ``servers list``,
+    ``doctor``, ``servers approve``): every item is pinned (the user's first use is
+    their approval) and served;
+  - afterwards, an item whose digest is its pin's is served; an item that changed, **or is
+    new**, is **held**: not served, so neither listed nor callable, whatever ``--trust``
+    or an agent's allow-list says about its name. It is recorded (state record ``pins``),
+    logged (WARNING, logger ``awf_mcp.pins``) and sent to the audit log
+    (:func:`~awf_mcp.core.observability.audit_event`) with a summary of what changed
+    (:func:`describe_changes`), once per process and digest. An item that changes back to
+    its pin is served again. An item the server stopped listing keeps its pin, and its hold
+    if it had one: a server may list some tools only to an agent that supports more
+    (sampling, say), and ``servers approve`` must be able to approve them without one.
+  - when the record cannot be read (:class:`~awf_mcp.errors.UserError` from the state
+    store), nothing of that server is served, with a warning saying why.
+
+* :func:`held` reads what is held for a server (without starting anything); :func:`approve`
+  pins the held items the user was shown (by digest: one that changed again meanwhile stays
+  held). ``awf-mcp servers approve NAME`` is the command.
+* :func:`refusal` is the sentence a call of a held tool gets instead of "unknown tool".
+
+The record (``pins`` in :mod:`awf_mcp.ops.statestore`)::
+
+    {"servers": {IDENTITY_SHA256: {"name", "runs",
+        "items": {"tool:NAME": {"sha256", "definition"}},
+        "held": {"tool:NAME": {"sha256", "definition", "changes", "since"}}}}}
+
+``definition`` is the canonical document when it is at most :data:`MAX_KEPT_DEFINITION_BYTES`
+and the server's kept definitions stay within :data:`MAX_KEPT_SERVER_BYTES` (so that the next
+change can be described), else ``null``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from awf_mcp.core.observability import audit_event
+from awf_mcp.core.servers import ServerSpec
+from awf_mcp.errors import UserError
+from awf_mcp.ops import statestore
+from awf_mcp.ports import ToolDefinition
+
+log = logging.getLogger("awf_mcp.pins")
+
+RECORD = "pins"
+TOOL = "tool"
+MAX_KEPT_DEFINITION_BYTES = 16 * 1024
+"""A definition larger than this is pinned by its digest alone: its next change is not itemised."""
+MAX_KEPT_SERVER_BYTES = 1024 * 1024
+"""How many bytes of definitions one server's pins and holds keep in all; past that, digests alone
+(a server listing 10,000 large tools cannot grow the record past what the state store reads)."""
+EXCERPT_CHARS = 160
+"""How much of a changed description a summary quotes, on each side."""
+MAX_LISTED_KEYS = 12
+"""How many schema keys a summary names before it counts the rest."""
+ANNOTATION_ORDER = ("title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+
+
+def canonical(document: Mapping[str, Any]) -> bytes:
+    """``document`` as canonical JSON bytes: keys sorted, no whitespace, UTF-8."""
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return text.encode("utf-8", "surrogatepass")
+
+
+def digest(document: Mapping[str, Any]) -> str:
+    """The SHA-256 (hex) of ``document``'s canonical JSON."""
+    return hashlib.sha256(canonical(document)).hexdigest()
+
+
+def tool_document(tool: ToolDefinition) -> dict[str, Any]:
+    """What a tool's pin covers, under MCP's names: name, description, schemas, annotations."""
+    document: dict[str, Any] = {
+        "name": tool.name,
+        "description": tool.description,
+        "inputSchema": tool.input_schema,
+    }
+    if tool.output_schema is not None:
+        document["outputSchema"] = tool.output_schema
+    hints = tool.annotations.hints() if tool.annotations is not None else {}
+    if hints:
+        document["annotations"] = hints
+    return document
+
+
+def identity(spec: ServerSpec) -> dict[str, Any]:
+    """What makes a server the one the user approved: its name and what it runs or connects to."""
+    if spec.url:
+        return {"name": spec.name, "url": spec.written_url or spec.url}
+    return {"name": spec.name, "command": spec.command, "args": list(spec.written_args or spec.args)}
+
+
+def runs(spec: ServerSpec) -> str:
+    """What a server runs or connects to, as it may be shown (no expanded secret)."""
+    shown = spec.public()
+    if spec.url:
+        return str(shown["url"])
+    return " ".join([shown["command"], *shown["args"]])
+
+
+def approve_command(server: str) -> str:
+    """The command that reviews and approves what is held of ``server``."""
+    return f"awf-mcp servers approve {server}"
+
+
+# --------------------------------------------------------------------------- describing a change
+
+
+def _excerpt(text: str) -> str:
+    return (
+        text
+        if len(text) <= EXCERPT_CHARS
+        else f"{text[:EXCERPT_CHARS]}... ({len(text) - EXCERPT_CHARS} more)"
+    )
+
+
+def _text_change(before: str, after: str) -> dict[str, str]:
+    """What was cut from ``before`` and put in its place: the common start and end trimmed (linear)."""
+    start = 0
+    limit = min(len(before), len(after))
+    while start < limit and before[start] == after[start]:
+        start += 1
+    end = 0
+    while end < limit - start and before[-1 - end] == after[-1 - end]:
+        end += 1
+    return {
+        "removed": _excerpt(before[start : len(before) - end]),
+        "added": _excerpt(after[start : len(after) - end]),
+    }
+
+
+def _named(keys: Sequence[str]) -> list[str]:
+    listed = sorted(keys)
+    if len(listed) > MAX_LISTED_KEYS:
+        return [*listed[:MAX_LISTED_KEYS], f"... {len(listed) - MAX_LISTED_KEYS} more"]
+    return listed
+
+
+def _schema_change(before: Any, after: Any) -> dict[str, list[str]]:
+    """Which properties a schema gained, lost or changed, and which of its other keys changed."""
+    before = before if isinstance(before, Mapping) else {}
+    after = after if isinstance(after, Mapping) else {}
+    old_props = before.get("properties") if isinstance(before.get("properties"), Mapping) else {}
+    new_props = after.get("properties") if isinstance(after.get("properties"), Mapping) else {}
+    change = {
+        "added": _named([key for key in new_props if key not in old_props]),
+        "removed": _named([key for key in old_props if key not in new_props]),
+        "changed": _named(
+            [key for key in new_props if key in old_props and new_props[key] != old_props[key]]
+            + [
+                key
+                for key in set(before) | set(after)
+                if key != "properties" and before.get(key) != after.get(key)
+            ]
+        ),
+    }
+    return {key: value for key, value in change.items() if value}
+
+
+def describe_changes(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> dict[str, Any]:
+    """What changed from the approved document ``before`` to ``after`` (``None``: nothing was approved).
+
+    ``new`` for an item that was not approved; ``description`` (``removed``, ``added``: the
+    differing middle, each quoted up to :data:`EXCERPT_CHARS`); ``inputSchema`` and
+    ``outputSchema`` (property names ``added``, ``removed``, ``changed``, and other changed
+    keys); ``annotations`` (each changed hint: ``[before, after]``, ``null`` when unstated);
+    ``unknown`` when the approved document was not kept (:data:`MAX_KEPT_DEFINITION_BYTES`,
+    :data:`MAX_KEPT_SERVER_BYTES`).
+    """
+    if before is None:
+        change: dict[str, Any] = {"new": True, "description": _excerpt(str(after.get("description", "")))}
+        if after.get("annotations"):
+            change["annotations"] = dict(after["annotations"])
+        return change
+    if not before:
+        return {
+            "unknown": f"the approved definition was not kept (over {MAX_KEPT_DEFINITION_BYTES:,} bytes, "
+            f"or past the server's {MAX_KEPT_SERVER_BYTES:,}): only its hash was kept"
+        }
+    changes: dict[str, Any] = {}
+    if before.get("description") != after.get("description"):
+        changes["description"] = _text_change(
+            str(before.get("description", "")), str(after.get("description", ""))
+        )
+    for key in ("inputSchema", "outputSchema"):
+        if before.get(key) != after.get(key):
+            changes[key] = _schema_change(before.get(key), after.get(key))
+    old_hints = before.get("annotations") or {}
+    new_hints = after.get("annotations") or {}
+    hints = {
+        key: [old_hints.get(key), new_hints.get(key)]
+        for key in sorted(set(old_hints) | set(new_hints), key=lambda k: (k not in ANNOTATION_ORDER, k))
+        if old_hints.get(key) != new_hints.get(key)
+    }
+    if hints:
+        changes["annotations"] = hints
+    return changes
+
+
+def _value(value: Any) -> str:
+    return "unset" if value is None else _excerpt(json.dumps(value, ensure_ascii=False))
+
+
+def summary(kind: str, changes: Mapping[str, Any]) -> str:
+    """One line saying what :func:`describe_changes` found; the upstream's text as it is (whatever
+    shows the line makes it inert)."""
+    if changes.get("new"):
+        text = f"a new {kind}, not in what was approved"
+        hints = changes.get("annotations") or {}
+        if hints:
+            text += " (" + ", ".join(f"{key}={_value(value)}" for key, value in hints.items()) + ")"
+        return f'{text}: "{changes.get("description", "")}"'
+    if "unknown" in changes:
+        return f"changed; {changes['unknown']}"
+    parts = []
+    if "description" in changes:
+        cut, put = changes["description"]["removed"], changes["description"]["added"]
+        parts.append(f'description -"{cut}" +"{put}"')
+    for key in ("inputSchema", "outputSchema"):
+        if key in changes:
+            marks = {"added": "+", "removed": "-", "changed": "~"}
+            named = [f"{marks[how]}{name}" for how, names in changes[key].items() for name in names]
+            parts.append(f"{key} {' '.join(named) or 'changed'}")
+    for key, (old, new) in (changes.get("annotations") or {}).items():
+        parts.append(f"{key} {_value(old)} -> {_value(new)}")
+    return "; ".join(parts) or "changed"
+
+
+# --------------------------------------------------------------------------- the gate
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """One item of a server held back: what changed since the user approved it."""
+
+    server: str
+    kind: str
+    name: str
+    sha256: str
+    changes: Mapping[str, Any]
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}:{self.name}"
+
+    @property
+    def summary(self) -> str:
+        """One line: what changed."""
+        return summary(self.kind, self.changes)
+
+
+_held_tools: dict[str, str] = {}
+"""Served name (``<server>_<tool>``) of each tool this process holds -> its server's name."""
+_told: set[tuple[str, str, str]] = set()
+"""(identity, item, digest) of the holds this process has logged and audited."""
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class _Budget:
+    """The bytes of definitions one server's record may still keep."""
+
+    def __init__(self, entry: Mapping[str, Any]) -> None:
+        kept = [
+            value.get("definition")
+            for part in ("items", "held")
+            for value in (entry.get(part) or {}).values()
+            if isinstance(value, dict)
+        ]
+        self.left = MAX_KEPT_SERVER_BYTES - sum(len(canonical(doc)) for doc in kept if isinstance(doc, dict))
+
+    def pin(self, document: Mapping[str, Any], sha: str) -> dict[str, Any]:
+        """The record of ``document``: its digest, and the document itself while the budget lasts."""
+        size = len(canonical(document))
+        kept = size <= MAX_KEPT_DEFINITION_BYTES and size <= self.left
+        if kept:
+            self.left -= size
+        return {"sha256": sha, "definition": document if kept else None}
+
+
+def _server_key(spec: ServerSpec) -> str:
+    return digest(identity(spec))
+
+
+def _table(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    """``parent[key]``, a JSON object (made when missing); raises :class:`UserError` when it is not one."""
+    table = parent.setdefault(key, {})
+    if not isinstance(table, dict):
+        path = statestore.state_dir() / f"{RECORD}.json"
+        raise UserError(f"{path} is not a record of pins ({key!r} is not an object); move it aside and rerun")
+    return table
+
+
+def _gate(spec: ServerSpec, kind: str, documents: Sequence[Mapping[str, Any]]) -> list[Hold]:
+    """Pin on first use, or compare with the pins; the holds, recorded. See the module docstring."""
+    key = _server_key(spec)
+    holds: list[Hold] = []
+    with statestore.updating(RECORD) as record:
+        servers = _table(record, "servers")
+        entry = servers.get(key)
+        if not isinstance(entry, dict):
+            budget = _Budget({})
+            servers[key] = {
+                "name": spec.name,
+                "runs": runs(spec),
+                "items": {f"{kind}:{doc['name']}": budget.pin(doc, digest(doc)) for doc in documents},
+                "held": {},
+            }
+            return []
+        pins = _table(entry, "items")
+        before_held = _table(entry, "held")
+        listed = {f"{kind}:{document['name']}" for document in documents}
+        held = {k: v for k, v in before_held.items() if k not in listed}  # kept till approved
+        budget = _Budget({"items": pins, "held": held})
+        for document in documents:
+            item = f"{kind}:{document['name']}"
+            sha = digest(document)
+            pin = pins.get(item)
+            if isinstance(pin, dict) and pin.get("sha256") == sha:
+                continue
+            before = None if not isinstance(pin, dict) else (pin.get("definition") or {})
+            changes = describe_changes(before, document)
+            holds.append(Hold(spec.name, kind, str(document["name"]), sha, changes))
+            held[item] = {**budget.pin(document, sha), "changes": changes, "since": _now()}
+            previous = before_held.get(item)
+            if isinstance(previous, dict) and previous.get("sha256") == sha:
+                held[item]["since"] = previous.get("since", held[item]["since"])
+        entry["held"] = held
+    return holds
+
+
+def _tell(spec: ServerSpec, hold: Hold) -> None:
+    """Log and audit ``hold``, once per process."""
+    told = (_server_key(spec), hold.key, hold.sha256)
+    if told in _told:
+        return
+    _told.add(told)
+    command = approve_command(spec.name)
+    log.warning(
+        "server '%s': %s '%s' is held, not served: %s; review and approve it with: %s",
+        spec.name,
+        hold.kind,
+        hold.name,
+        hold.summary,
+        command,
+    )
+    audit_event(
+        {
+            "event": "held",
+            "server": spec.name,
+            "runs": runs(spec),
+            "item": hold.kind,
+            "name": hold.name,
+            "sha256": hold.sha256,
+            "changes": dict(hold.changes),
+            "approve": command,
+        }
+    )
+
+
+def admit_tools(spec: ServerSpec, listed: Sequence[ToolDefinition]) -> list[ToolDefinition]:
+    """The tools of ``listed`` (a server's own listing) that may be served; see the module docstring."""
+    prefix = f"{spec.name}_"
+    for name in [name for name, server in _held_tools.items() if server == spec.name]:
+        del _held_tools[name]
+    if not spec.pin:
+        return list(listed)
+    documents = [tool_document(tool) for tool in listed]
+    try:
+        holds = _gate(spec, TOOL, documents)
+    except UserError as exc:
+        log.warning("server '%s' is not served: its pinned definitions cannot be checked: %s", spec.name, exc)
+        return []
+    held_digests = {(hold.name, hold.sha256) for hold in holds}
+    for hold in holds:
+        _held_tools[f"{prefix}{hold.name}"] = spec.name
+        _tell(spec, hold)
+    return [
+        tool
+        for tool, document in zip(listed, documents, strict=True)
+        if (tool.name, digest(document)) not in held_digests
+    ]
+
+
+def held(spec: ServerSpec) -> list[Hold]:
+    """What is held of ``spec``, as last recorded (nothing is started); raises :class:`UserError`."""
+    if not spec.pin:
+        return []
+    entry = _table(statestore.load(RECORD), "servers").get(_server_key(spec))
+    if not isinstance(entry, dict):
+        return []
+    holds = []
+    for item, value in sorted(_table(entry, "held").items()):
+        kind, _, name = item.partition(":")
+        if isinstance(value, dict):
+            holds.append(Hold(spec.name, kind, name, str(value.get("sha256")), value.get("changes") or {}))
+    return holds
+
+
+def approve(spec: ServerSpec, holds: Sequence[Hold]) -> list[Hold]:
+    """Pin each of ``holds`` that is still held with the same digest; the ones pinned."""
+    approved = []
+    with statestore.updating(RECORD) as record:
+        entry = _table(record, "servers").get(_server_key(spec))
+        if not isinstance(entry, dict):
+            return []
+        pending = _table(entry, "held")
+        for hold in holds:
+            value = pending.get(hold.key)
+            if isinstance(value, dict) and value.get("sha256") == hold.sha256:
+                _table(entry, "items")[hold.key] = {
+                    "sha256": hold.sha256,
+                    "definition": value.get("definition"),
+                }
+                del pending[hold.key]
+                approved.append(hold)
+    for hold in approved:
+        _held_tools.pop(f"{spec.name}_{hold.name}", None)
+    return approved
+
+
+def refusal(name: str) -> str | None:
+    """Why tool ``name`` is not served when this process holds it, else ``None``."""
+    server = _held_tools.get(name)
+    if server is None:
+        return None
+    return (
+        f"tool '{name}' is held back: server '{server}' changed or added it after its tools were approved, "
+        f"so it is not served until you review and approve it with: {approve_command(server)}"
+    )
