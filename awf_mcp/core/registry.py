@@ -446,6 +446,8 @@ def _merge(
                         )
                 chosen[definition.name] = registered
     for name in unused_renames if at_start else ():
+        if refusal(name.rpartition("/")[2]) is not None:
+            continue  # held back until the user approves it; the rename applies then
         if not _names_a_server_tool(name, records):
             raise ConfigError(f"rename names tool '{name}', which no plugin offers")
         log.warning("rename of '%s' not applied: no server serves that tool now", name)

@@ -21,6 +21,7 @@ another's.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -38,9 +39,9 @@ APPROVE = "awf-mcp servers approve fake"
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    """No plugins, and a state directory (the pins) of this test's own."""
-    return {"AWF_MCP_NO_PLUGINS": "1", "XDG_STATE_HOME": str(tmp_path / "state")}
+def env() -> dict[str, str]:
+    """No plugins, and the state directory (the pins, the approvals) of this test's own."""
+    return {"AWF_MCP_NO_PLUGINS": "1", "XDG_STATE_HOME": os.environ["XDG_STATE_HOME"]}
 
 
 @pytest.fixture
