@@ -13,6 +13,8 @@
 * ``flood``: answers ``initialize``, then writes one endless line on stdout.
 
 ``FAKE_IGNORE_EOF=1`` in its environment makes it outlive stdin EOF and ignore SIGTERM.
+``FAKE_DETACHED_CHILD=TAG`` makes it start, first thing, a child that calls ``setsid()``
+ignores SIGTERM and sleeps, with ``TAG`` on its command line (a daemon it forgot to stop).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import base64
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -95,6 +98,20 @@ def call(request_id: object, name: str, arguments: dict) -> None:
 
 
 def main() -> None:
+    tag = os.environ.get("FAKE_DETACHED_CHILD")
+    if tag:
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import os, signal, time; os.setsid(); "
+                "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)",
+                tag,
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     if MODE == "exit":
         print("fake upstream: exiting at once", file=sys.stderr, flush=True)
         sys.exit(3)
