@@ -62,6 +62,8 @@ from awf_mcp.errors import describe_exception
 from awf_mcp.ports import ToolProvider
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from awf_mcp.wire.framing import Frame, Oversized
 
 log = logging.getLogger("awf_mcp")
@@ -291,10 +293,33 @@ async def serve_http(
     host: str,
     port: int,
     token: str | None,
+    token_file: Path | None = None,
     observer: Callable[[CallRecord], None] | None = log_call,
 ) -> None:
-    """Run ``awf-mcp serve --transport http`` until SIGTERM or SIGINT."""
+    """Run ``awf-mcp serve --transport http`` until SIGTERM or SIGINT.
+
+    The URL is logged at INFO once the port is bound. With ``token_file`` (the token is
+    the one awf-mcp keeps there) the URL carries the token, and a second line says where
+    it is kept and how else to send it. Without a token, a warning says who can use it.
+    """
     from awf_mcp.wire import server as adapter
+
+    def announce(url: str) -> None:
+        if token_file is not None and token:
+            log.info("listening on %s?token=%s", url, token)
+            log.info(
+                "the token is kept in %s; clients may send 'Authorization: Bearer %s' instead",
+                token_file,
+                token,
+            )
+        else:
+            log.info("listening on %s", url)
+        if not token:
+            log.warning(
+                "serving %s without a token (--no-token): every user of this machine can run "
+                "every tool there as you, Bash included",
+                url,
+            )
 
     async with open_runtime(settings, observer=observer) as runtime:
         mcp_server = adapter.McpServer(runtime.invoker, version=version, instructions=runtime.instructions)
@@ -308,7 +333,7 @@ async def serve_http(
                 port,
                 stop=stop,
                 token=token,
-                on_listening=lambda url: log.warning("listening on %s", url),
+                on_listening=announce,
             )
             group.cancel_scope.cancel()
 
