@@ -228,16 +228,3 @@ async def test_no_token_serves_everyone_on_loopback_with_a_warning(root: Path) -
     finally:
         logged = stop(process)
     assert "WARNING" in logged and "without a token" in logged
-
-
-def test_no_token_with_a_token_is_refused() -> None:
-    env = server_env({"AWF_MCP_TOKEN": "s3cret-token"})
-    result = subprocess.run(
-        server_command("serve", "--transport", "http", "--port", "0", "--no-token"),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
-    assert result.returncode == 1 and "--no-token contradicts" in result.stderr
