@@ -321,21 +321,26 @@ async def serve_http(
                 url,
             )
 
-    async with open_runtime(settings, observer=observer) as runtime:
-        mcp_server = adapter.McpServer(runtime.invoker, version=version, instructions=runtime.instructions)
-        settle()
-        stop = anyio.Event()
-        async with anyio.create_task_group() as group:
-            group.start_soon(_stop_on_signal, stop.set)
-            await adapter.serve_http(
-                mcp_server,
-                host,
-                port,
-                stop=stop,
-                token=token,
-                on_listening=announce,
+    listener = adapter.listen(host, port)  # a port in use is reported before anything starts
+    with listener:  # closed here should start-up fail before uvicorn owns it
+        async with open_runtime(settings, observer=observer) as runtime:
+            mcp_server = adapter.McpServer(
+                runtime.invoker, version=version, instructions=runtime.instructions
             )
-            group.cancel_scope.cancel()
+            settle()
+            stop = anyio.Event()
+            async with anyio.create_task_group() as group:
+                group.start_soon(_stop_on_signal, stop.set)
+                await adapter.serve_http(
+                    mcp_server,
+                    host,
+                    port,
+                    stop=stop,
+                    token=token,
+                    on_listening=announce,
+                    listener=listener,
+                )
+                group.cancel_scope.cancel()
 
 
 async def serve_stdio(

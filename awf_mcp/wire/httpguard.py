@@ -26,8 +26,8 @@ Contract
   client that sends its request at once is therefore served, however many slow
   connections an attacker holds: it would be the last to be closed.
 * **One line per condition.** :func:`quiet_logs` sends uvicorn's and asyncio's records to
-  awf-mcp's log, each on one line without traceback, and each kind at most once a
-  minute (the next line says how many were left out); the guard's own lines too.
+  awf-mcp's log, each on one line without traceback (unless ``--debug``), and each kind at
+  most once a minute (the next line says how many were left out); the guard's own lines too.
 """
 
 from __future__ import annotations
@@ -186,12 +186,13 @@ class OneLinePerCondition(logging.Filter):
     """Each record on one line, without traceback; a record like one shown in the last minute is held back.
 
     Records are alike when they come from the same logger with the same format string. The
-    next one shown says how many were held back since.
+    next one shown says how many were held back since. ``tracebacks`` keeps them (``--debug``).
     """
 
-    def __init__(self, repeat_seconds: float = REPEAT_SECONDS) -> None:
+    def __init__(self, repeat_seconds: float = REPEAT_SECONDS, *, tracebacks: bool = False) -> None:
         super().__init__()
         self.repeat_seconds = repeat_seconds
+        self.tracebacks = tracebacks
         self._shown: dict[tuple[str, str], tuple[float, int]] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -203,15 +204,15 @@ class OneLinePerCondition(logging.Filter):
             return False
         self._shown[key] = (now, 0)
         text = record.getMessage()
-        if record.exc_info and record.exc_info[1] is not None:
+        if record.exc_info and record.exc_info[1] is not None and not self.tracebacks:
             from awf_mcp.errors import describe_exception
 
             text = f"{text}: {describe_exception(record.exc_info[1])}"
+            record.exc_info, record.exc_text, record.stack_info = None, None, None
         text = " ".join(text.split())  # asyncio's accept error spans lines
         if held:
             text += f" ({held} more like it in the last {self.repeat_seconds:g} s)"
         record.msg, record.args = text, ()
-        record.exc_info, record.exc_text, record.stack_info = None, None, None
         return True
 
 
@@ -222,8 +223,9 @@ def quiet_logs() -> Iterator[None]:
     uvicorn's and asyncio's go to awf-mcp's own log handlers (WARNING and above); the
     loggers are put back as they were afterwards.
     """
-    handlers = logging.getLogger("awf_mcp").handlers
-    one_line = OneLinePerCondition()
+    ours = logging.getLogger("awf_mcp")
+    handlers = ours.handlers
+    one_line = OneLinePerCondition(tracebacks=ours.isEnabledFor(logging.DEBUG))  # --debug keeps them
     saved = []
     for name in ("uvicorn", "uvicorn.error", "asyncio"):
         logger = logging.getLogger(name)

@@ -115,6 +115,7 @@ import hashlib
 import hmac
 import json
 import logging
+import socket
 import urllib.parse
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping, MutableMapping
@@ -134,7 +135,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS, is_version_at_least
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from awf_mcp.core.calls import ToolInvoker
-from awf_mcp.errors import UnknownToolError, describe_exception
+from awf_mcp.errors import UnknownToolError, UserError, describe_exception
 from awf_mcp.ports import (
     CLIENT_METHODS,
     ClientCannotAnswer,
@@ -944,6 +945,18 @@ def _security_for(host: str) -> Any:
     )
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """A TCP socket listening on ``host:port`` for :func:`serve_http`; :class:`UserError` saying why not."""
+    from awf_mcp.wire.httpguard import ACCEPT_BATCH
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family, backlog=ACCEPT_BATCH)
+    except OSError as exc:
+        reason = (exc.strerror or str(exc)).split(" (while attempting", 1)[0]  # the address follows
+        raise UserError(f"cannot listen on {host} port {port}: {reason}") from None
+
+
 async def serve_http(
     server: McpServer,
     host: str,
@@ -952,13 +965,18 @@ async def serve_http(
     stop: anyio.Event,
     token: str | None = None,
     on_listening: Callable[[str], None] | None = None,
+    listener: socket.socket | None = None,
 ) -> None:
     """Serve ``server`` over Streamable HTTP at ``http://host:port/mcp`` until ``stop`` is set.
 
     Connections are guarded (:mod:`awf_mcp.wire.httpguard`): a request must arrive within
     its deadlines, the open connections are capped below the open-file limit, and
-    uvicorn's and asyncio's log records come one line each.
+    uvicorn's and asyncio's log records come one line each. ``listener`` is the socket
+    from :func:`listen` when the caller bound it first (to report a port in use before
+    starting anything); by default it is bound here.
     """
+    if listener is None:
+        listener = listen(host, port)
     import uvicorn
 
     from awf_mcp.wire.httpguard import (
@@ -979,10 +997,9 @@ async def serve_http(
         app = BearerTokenGuard(app, token)
     config = uvicorn.Config(
         app,
-        host=host,
-        port=port,
         http=guarded_protocol(ConnectionGuard(connection_limit())),
         backlog=ACCEPT_BATCH,
+        ws="none",  # no WebSocket: MCP has none, and an upgraded connection would leave the guard
         log_config=None,
         log_level=None,
         lifespan="on",
@@ -1011,6 +1028,6 @@ async def serve_http(
             group.start_soon(announce)
             group.start_soon(shut_down_on_stop)
             try:
-                await http.serve()
+                await http.serve(sockets=[listener])
             finally:
                 group.cancel_scope.cancel()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import socket
 import subprocess
 import time
 import urllib.error
@@ -228,3 +229,22 @@ async def test_no_token_serves_everyone_on_loopback_with_a_warning(root: Path) -
     finally:
         logged = stop(process)
     assert "WARNING" in logged and "without a token" in logged
+
+
+def test_a_port_in_use_is_one_clear_line() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            server_command("serve", "--transport", "http", "--port", str(port), "--token", TOKEN),
+            capture_output=True,
+            text=True,
+            env=server_env(),
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+    assert result.returncode == 1
+    assert (
+        result.stderr == f"awf-mcp: error: cannot listen on 127.0.0.1 port {port}: Address already in use\n"
+    )
