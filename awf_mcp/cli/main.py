@@ -73,11 +73,11 @@ def serve(argv: Sequence[str]) -> None:
             )
         if launch.no_token and token:
             raise UserError("--no-token contradicts the token given (--token or AWF_MCP_TOKEN): drop one")
-        token_file = None
+        token_file, show_token = None, False
         if not token and not launch.no_token:
             from awf_mcp.ops.httptoken import kept_token
 
-            token, token_file = kept_token()
+            (token, token_file), show_token = kept_token(), True
 
         async def run_http() -> None:
             await runtime.serve_http(
@@ -86,6 +86,7 @@ def serve(argv: Sequence[str]) -> None:
                 host=host,
                 port=launch.port,
                 token=token,
+                show_token=show_token,
                 token_file=token_file,
                 observer=observer,
             )

@@ -293,25 +293,28 @@ async def serve_http(
     host: str,
     port: int,
     token: str | None,
+    show_token: bool = False,
     token_file: Path | None = None,
     observer: Callable[[CallRecord], None] | None = log_call,
 ) -> None:
     """Run ``awf-mcp serve --transport http`` until SIGTERM or SIGINT.
 
-    The URL is logged at INFO once the port is bound. With ``token_file`` (the token is
-    the one awf-mcp keeps there) the URL carries the token, and a second line says where
-    it is kept and how else to send it. Without a token, a warning says who can use it.
+    The URL is logged at INFO once the port is bound. With ``show_token`` (the token is
+    awf-mcp's own) the URL carries the token, and when it is kept in ``token_file`` a
+    second line says where and how else to send it. Without a token, a warning says who
+    can use the server.
     """
     from awf_mcp.wire import server as adapter
 
     def announce(url: str) -> None:
-        if token_file is not None and token:
+        if show_token and token:
             log.info("listening on %s?token=%s", url, token)
-            log.info(
-                "the token is kept in %s; clients may send 'Authorization: Bearer %s' instead",
-                token_file,
-                token,
-            )
+            if token_file is not None:
+                log.info(
+                    "the token is kept in %s; clients may send 'Authorization: Bearer %s' instead",
+                    token_file,
+                    token,
+                )
         else:
             log.info("listening on %s", url)
         if not token:

@@ -25,3 +25,11 @@ def test_a_record_without_a_well_formed_token_gets_a_new_one(tmp_path: Path) -> 
         path.write_text(json.dumps(spoiled))
         token, _ = kept_token(env)
         assert token != spoiled.get("token") and len(token) >= 32
+
+
+def test_a_state_directory_that_cannot_be_written_gives_a_token_for_this_run(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    token, path = kept_token({"XDG_STATE_HOME": str(blocker)})
+    assert path is None and len(token) >= 32
+    assert kept_token({"XDG_STATE_HOME": str(blocker)})[0] != token
