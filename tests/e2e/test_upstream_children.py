@@ -65,4 +65,4 @@ def run_and_end(server: RawServer, markers: Path, tag: str, end: Callable[[RawSe
     end(server)
     server.wait(timeout=10)
     assert wait_until(lambda: not marked_pids(tag), timeout=5), f"left running: {marked_pids(tag)}"
-    assert not marked_pids(str(markers))
+    assert wait_until(lambda: not marked_pids(str(markers)), timeout=5)
