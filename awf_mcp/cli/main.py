@@ -73,10 +73,24 @@ def serve(argv: Sequence[str]) -> None:
                 f"binding to {host} exposes every tool (Bash included) to the network: "
                 "pass --token TOKEN (or set AWF_MCP_TOKEN) to require bearer authentication"
             )
+        if launch.no_token and token:
+            raise UserError("--no-token contradicts the token given (--token or AWF_MCP_TOKEN): drop one")
+        token_file, show_token = None, False
+        if not token and not launch.no_token:
+            from awf_mcp.ops.httptoken import kept_token
+
+            (token, token_file), show_token = kept_token(), True
 
         async def run_http() -> None:
             await runtime.serve_http(
-                settings, __version__, host=host, port=launch.port, token=token, observer=observer
+                settings,
+                __version__,
+                host=host,
+                port=launch.port,
+                token=token,
+                show_token=show_token,
+                token_file=token_file,
+                observer=observer,
             )
 
         anyio.run(run_http)

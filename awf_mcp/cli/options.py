@@ -175,7 +175,14 @@ LAUNCH: tuple[Option, ...] = (
         "token",
         "--token",
         str,
-        "HTTP: require 'Authorization: Bearer TOKEN' on every request (default: $AWF_MCP_TOKEN).",
+        "HTTP: require 'Authorization: Bearer TOKEN' on every request (default: $AWF_MCP_TOKEN, "
+        "else a token awf-mcp keeps in its state directory and prints).",
+    ),
+    Option(
+        "no_token",
+        "--no-token",
+        bool,
+        "HTTP on loopback: require no token (every user of this machine can then run every tool as you).",
     ),
 )
 """The options only ``serve`` has: fields of :class:`LaunchOptions`."""
@@ -199,6 +206,7 @@ class LaunchOptions:
     host: str = "127.0.0.1"
     port: int = 8765
     token: str | None = None
+    no_token: bool = False
 
 
 def serve_parser() -> argparse.ArgumentParser:

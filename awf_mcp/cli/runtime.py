@@ -62,6 +62,8 @@ from awf_mcp.errors import describe_exception
 from awf_mcp.ports import ToolProvider
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from awf_mcp.wire.framing import Frame, Oversized
 
 log = logging.getLogger("awf_mcp")
@@ -291,26 +293,57 @@ async def serve_http(
     host: str,
     port: int,
     token: str | None,
+    show_token: bool = False,
+    token_file: Path | None = None,
     observer: Callable[[CallRecord], None] | None = log_call,
 ) -> None:
-    """Run ``awf-mcp serve --transport http`` until SIGTERM or SIGINT."""
+    """Run ``awf-mcp serve --transport http`` until SIGTERM or SIGINT.
+
+    The URL is logged at INFO once the port is bound. With ``show_token`` (the token is
+    awf-mcp's own) the URL carries the token, and when it is kept in ``token_file`` a
+    second line says where and how else to send it. Without a token, a warning says who
+    can use the server.
+    """
     from awf_mcp.wire import server as adapter
 
-    async with open_runtime(settings, observer=observer) as runtime:
-        mcp_server = adapter.McpServer(runtime.invoker, version=version, instructions=runtime.instructions)
-        settle()
-        stop = anyio.Event()
-        async with anyio.create_task_group() as group:
-            group.start_soon(_stop_on_signal, stop.set)
-            await adapter.serve_http(
-                mcp_server,
-                host,
-                port,
-                stop=stop,
-                token=token,
-                on_listening=lambda url: log.warning("listening on %s", url),
+    def announce(url: str) -> None:
+        if show_token and token:
+            log.info("listening on %s?token=%s", url, token)
+            if token_file is not None:
+                log.info(
+                    "the token is kept in %s; clients may send 'Authorization: Bearer %s' instead",
+                    token_file,
+                    token,
+                )
+        else:
+            log.info("listening on %s", url)
+        if not token:
+            log.warning(
+                "serving %s without a token (--no-token): every user of this machine can run "
+                "every tool there as you, Bash included",
+                url,
             )
-            group.cancel_scope.cancel()
+
+    listener = adapter.listen(host, port)  # a port in use is reported before anything starts
+    with listener:  # closed here should start-up fail before uvicorn owns it
+        async with open_runtime(settings, observer=observer) as runtime:
+            mcp_server = adapter.McpServer(
+                runtime.invoker, version=version, instructions=runtime.instructions
+            )
+            settle()
+            stop = anyio.Event()
+            async with anyio.create_task_group() as group:
+                group.start_soon(_stop_on_signal, stop.set)
+                await adapter.serve_http(
+                    mcp_server,
+                    host,
+                    port,
+                    stop=stop,
+                    token=token,
+                    on_listening=announce,
+                    listener=listener,
+                )
+                group.cancel_scope.cancel()
 
 
 async def serve_stdio(

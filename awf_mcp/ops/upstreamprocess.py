@@ -1,61 +1,53 @@
-"""Starting a stdio MCP server process: its own process group, killed with awf-mcp.
+"""Starting a stdio MCP server process under a keeper: nothing it starts outlives awf-mcp.
 
 Contract
 --------
 * :func:`spawn` starts ``command args`` with pipes on stdin, stdout and stderr, in a new
-  session (its own process group, so the whole group can be stopped), and on Linux with
-  ``PR_SET_PDEATHSIG`` = ``SIGKILL``: if awf-mcp dies, even by ``kill -9``, the kernel
-  kills the server. (Its own children are not covered by the signal; they see their
-  stdin close.) ``command`` without a path separator is searched on the ``PATH`` of
-  ``env``; :class:`FileNotFoundError` says which command was not found.
+  session (its own process group, so the whole group can be stopped). On Linux it runs
+  under the keeper of :mod:`awf_mcp.ops.children`, as ``Bash`` commands do: the keeper is
+  the process returned (its exit status mirrors the server's), the server is its child in
+  the same group, and
+
+  - when the server exits (at stdin EOF, say), the keeper ends every process the server
+    left, however it detached (``setsid``, double fork): they are its descendants, or
+    reparented to it as their subreaper;
+  - SIGTERM to the group (awf-mcp's shutdown) ends the server and all of them too, SIGKILL
+    after :data:`KEEPER_GRACE_SECONDS`;
+  - when awf-mcp dies, even by ``kill -9``, the kernel sends the keeper SIGTERM
+    (``PR_SET_PDEATHSIG``), which does the same.
+
+  Only a process that SIGKILLs the keeper itself and has detached escapes (as for Bash;
+  see docs/security.md). Elsewhere than Linux the server is started directly.
+  ``command`` without a path separator is searched on the ``PATH`` of ``env``;
+  :class:`FileNotFoundError` says which command was not found.
 * :func:`launch_early` spawns servers before awf-mcp's own slow start-up work (importing
   the SDK, loading plugins) so the two overlap; :func:`claim` hands such a process to the
   code that connects to it, only when it was started with exactly the same command line,
   environment and directory. A process never claimed dies with awf-mcp (see above).
 
-Standard library only.
+Standard library only. Call :func:`spawn` from the event loop's thread (or the main
+thread): the keeper's death signal follows the thread that started it.
 """
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
-_PR_SET_PDEATHSIG = 1
+from awf_mcp.ops import children
+
+KEEPER_GRACE_SECONDS = 0.1
+"""Between the keeper's SIGTERM and SIGKILL to what the server left (within awf-mcp's one-second exit)."""
 
 Launch = tuple[str, tuple[str, ...], tuple[tuple[str, str], ...], str]
 """What identifies a launch: command, args, environment (sorted items), working directory."""
 
 _early: dict[str, tuple[Launch, subprocess.Popen[bytes]]] = {}
-
-
-@functools.cache
-def _prctl() -> Callable[..., int] | None:
-    """libc's ``prctl``, looked up in the parent: the child between fork and exec must not import."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        function: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    return function
-
-
-def _die_with(parent: int, prctl: Callable[..., int] | None) -> Callable[[], None]:
-    def arm() -> None:  # pragma: no cover - runs in the child, between fork and exec
-        if prctl is not None:
-            prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-            if os.getppid() != parent:  # awf-mcp died before the signal was armed
-                os._exit(1)
-
-    return arm
 
 
 def launch_key(command: str, args: Sequence[str], env: Mapping[str, str], cwd: str) -> Launch:
@@ -68,16 +60,29 @@ def spawn(command: str, args: Sequence[str], env: Mapping[str, str], cwd: str) -
     executable = command if os.sep in command else shutil.which(command, path=env.get("PATH"))
     if not executable:
         raise FileNotFoundError(f"command '{command}' was not found on PATH")
+    argv, environment = [executable, *args], dict(env)
+    if sys.platform.startswith("linux"):
+        argv, environment = children.kept_command(argv, environment, grace=KEEPER_GRACE_SECONDS)
     return subprocess.Popen(
-        [executable, *args],
+        argv,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=dict(env),
+        env=environment,
         cwd=cwd or None,
         start_new_session=True,
-        preexec_fn=_die_with(os.getpid(), _prctl()),
     )
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the process's group (its keeper ends whatever the server started), SIGKILL it if it lingers."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=KEEPER_GRACE_SECONDS + 1)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def launch_early(launches: Mapping[str, Launch]) -> None:
@@ -97,8 +102,7 @@ def claim(name: str, key: Launch) -> subprocess.Popen[bytes] | None:
         return None
     launched, process = entry
     if launched != key:
-        process.kill()
-        process.wait()
+        stop(process)
         for pipe in (process.stdin, process.stdout, process.stderr):
             if pipe is not None:
                 pipe.close()

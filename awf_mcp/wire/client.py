@@ -12,8 +12,9 @@ With :mod:`awf_mcp.wire.server` the only module that imports the SDK (``mcp``,
 stdio
 -----
 * The server starts with the user's environment (:func:`awf_mcp.ops.childenv.child_environment`)
-  plus its ``env``, through :mod:`awf_mcp.ops.upstreamprocess`: its own process group, and
-  ``PR_SET_PDEATHSIG`` so a ``kill -9`` of awf-mcp kills it. A process that
+  plus its ``env``, through :mod:`awf_mcp.ops.upstreamprocess`: under a keeper, in its own
+  process group, so that neither it nor anything it starts (detached or not) outlives its
+  connection or awf-mcp, even a ``kill -9`` of awf-mcp. A process that
   :func:`~awf_mcp.ops.upstreamprocess.launch_early` started for the same launch is used.
 * Its stdout is read by the event loop (no thread): a line over 10 MiB
   (:data:`~awf_mcp.wire.framing.MAX_MESSAGE_BYTES`) ends the connection (the server is
@@ -26,8 +27,8 @@ stdio
 * Its stderr goes to awf-mcp's log at INFO, each line prefixed ``[<server>]`` and cut at
   :data:`STDERR_LINE_CHARS`; the last lines are kept for the reason of a failed start.
 * Closing: stdin is closed, then after :data:`STDIN_GRACE_SECONDS` the process group gets
-  SIGTERM, then SIGKILL :data:`TERM_GRACE_SECONDS` later — within the server's one-second
-  exit bound.
+  SIGTERM (the keeper then ends the server's descendants), then SIGKILL
+  :data:`TERM_GRACE_SECONDS` later — within the server's one-second exit bound.
 
 HTTP
 ----
@@ -97,14 +98,15 @@ from awf_mcp.core.upstream import (
     offer_from,
 )
 from awf_mcp.ops.childenv import child_environment
-from awf_mcp.ops.upstreamprocess import claim, launch_key, spawn
+from awf_mcp.ops.upstreamprocess import KEEPER_GRACE_SECONDS, claim, launch_key, spawn
 from awf_mcp.ports import ToolAnnotations, ToolContent, ToolDefinition, ToolResult
 from awf_mcp.wire.framing import MAX_MESSAGE_BYTES
 
 log = logging.getLogger("awf_mcp.upstream")
 
 STDIN_GRACE_SECONDS = 0.2
-TERM_GRACE_SECONDS = 0.1
+TERM_GRACE_SECONDS = KEEPER_GRACE_SECONDS + 0.3
+"""After SIGTERM, the time the server's keeper has to end what it left before the group is SIGKILLed."""
 STDERR_LINE_CHARS = 2000
 STDERR_TAIL_LINES = 5
 MAX_LISTED_TOOLS = 10_000

@@ -28,8 +28,10 @@ HTTP
 ----
 Loopback by default, with the SDK's Host/Origin checks against DNS
 rebinding. A ``token`` makes every request carry ``Authorization: Bearer
-<token>`` (compared in constant time) or get ``401``; the caller refuses to
-bind a non-loopback address without one. When ``stop`` is set, the listen streams
+<token>`` or the URL's ``?token=<token>`` (compared in constant time) or get ``401``;
+the caller refuses to bind a non-loopback address without one. Connections are guarded
+by :mod:`awf_mcp.wire.httpguard`: request deadlines, a cap below the open-file limit,
+log records one line each. When ``stop`` is set, the listen streams
 and the sessions' standalone GET streams end (:class:`StandaloneStreams`), so no
 client holding one open holds up the exit.
 
@@ -113,6 +115,8 @@ import hashlib
 import hmac
 import json
 import logging
+import socket
+import urllib.parse
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping, MutableMapping
 from typing import Any
@@ -131,7 +135,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS, is_version_at_least
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from awf_mcp.core.calls import ToolInvoker
-from awf_mcp.errors import UnknownToolError, describe_exception
+from awf_mcp.errors import UnknownToolError, UserError, describe_exception
 from awf_mcp.ports import (
     CLIENT_METHODS,
     ClientCannotAnswer,
@@ -846,20 +850,39 @@ async def _send_json(send: Send, status: int, body: bytes, *headers: tuple[bytes
     await send({"type": "http.response.body", "body": body})
 
 
+def query_token(query: bytes) -> bytes:
+    """The first ``token`` parameter of a raw query string, percent-decoded (``b""`` when none)."""
+    for part in query.split(b"&"):
+        name, _, value = part.partition(b"=")
+        if name == b"token":
+            return urllib.parse.unquote_to_bytes(value.replace(b"+", b" "))
+    return b""
+
+
 class BearerTokenGuard:
-    """ASGI middleware: HTTP requests without ``Authorization: Bearer <token>`` get 401."""
+    """ASGI middleware: HTTP requests without the token get 401.
+
+    The token comes as ``Authorization: Bearer <token>``, or as the URL's ``?token=<token>``
+    (the URL awf-mcp prints, for clients that take only a URL); each is compared in
+    constant time.
+    """
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
-        self.expected = f"Bearer {token}".encode()
+        self.expected_header = f"Bearer {token}".encode()
+        self.expected = token.encode()
+
+    def _authorized(self, scope: Scope) -> bool:
+        supplied = dict(scope.get("headers") or []).get(b"authorization", b"")
+        by_header = hmac.compare_digest(supplied, self.expected_header)
+        by_query = hmac.compare_digest(query_token(scope.get("query_string") or b""), self.expected)
+        return by_header or by_query
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            supplied = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(supplied, self.expected):
-                body = b'{"error": "unauthorized: send Authorization: Bearer <token>"}'
-                await _send_json(send, 401, body, (b"www-authenticate", b'Bearer realm="awf-mcp"'))
-                return
+        if scope["type"] == "http" and not self._authorized(scope):
+            body = b'{"error": "unauthorized: send Authorization: Bearer <token>"}'
+            await _send_json(send, 401, body, (b"www-authenticate", b'Bearer realm="awf-mcp"'))
+            return
         await self.app(scope, receive, send)
 
 
@@ -922,6 +945,18 @@ def _security_for(host: str) -> Any:
     )
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """A TCP socket listening on ``host:port`` for :func:`serve_http`; :class:`UserError` saying why not."""
+    from awf_mcp.wire.httpguard import ACCEPT_BATCH
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family, backlog=ACCEPT_BATCH)
+    except OSError as exc:
+        reason = (exc.strerror or str(exc)).split(" (while attempting", 1)[0]  # the address follows
+        raise UserError(f"cannot listen on {host} port {port}: {reason}") from None
+
+
 async def serve_http(
     server: McpServer,
     host: str,
@@ -930,9 +965,27 @@ async def serve_http(
     stop: anyio.Event,
     token: str | None = None,
     on_listening: Callable[[str], None] | None = None,
+    listener: socket.socket | None = None,
 ) -> None:
-    """Serve ``server`` over Streamable HTTP at ``http://host:port/mcp`` until ``stop`` is set."""
+    """Serve ``server`` over Streamable HTTP at ``http://host:port/mcp`` until ``stop`` is set.
+
+    Connections are guarded (:mod:`awf_mcp.wire.httpguard`): a request must arrive within
+    its deadlines, the open connections are capped below the open-file limit, and
+    uvicorn's and asyncio's log records come one line each. ``listener`` is the socket
+    from :func:`listen` when the caller bound it first (to report a port in use before
+    starting anything); by default it is bound here.
+    """
+    if listener is None:
+        listener = listen(host, port)
     import uvicorn
+
+    from awf_mcp.wire.httpguard import (
+        ACCEPT_BATCH,
+        ConnectionGuard,
+        connection_limit,
+        guarded_protocol,
+        quiet_logs,
+    )
 
     streams = StandaloneStreams(
         server.sdk_server.streamable_http_app(
@@ -942,7 +995,16 @@ async def serve_http(
     app: ASGIApp = streams
     if token:
         app = BearerTokenGuard(app, token)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", access_log=False)
+    config = uvicorn.Config(
+        app,
+        http=guarded_protocol(ConnectionGuard(connection_limit())),
+        backlog=ACCEPT_BATCH,
+        ws="none",  # no WebSocket: MCP has none, and an upgraded connection would leave the guard
+        log_config=None,
+        log_level=None,
+        lifespan="on",
+        access_log=False,
+    )
     http = uvicorn.Server(config)
     http.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]  # ours
 
@@ -961,10 +1023,11 @@ async def serve_http(
         streams.close()
         http.should_exit = True
 
-    async with anyio.create_task_group() as group:
-        group.start_soon(announce)
-        group.start_soon(shut_down_on_stop)
-        try:
-            await http.serve()
-        finally:
-            group.cancel_scope.cancel()
+    with quiet_logs():
+        async with anyio.create_task_group() as group:
+            group.start_soon(announce)
+            group.start_soon(shut_down_on_stop)
+            try:
+                await http.serve(sockets=[listener])
+            finally:
+                group.cancel_scope.cancel()

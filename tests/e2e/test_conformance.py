@@ -1,5 +1,8 @@
 """The official MCP conformance suite against ``awf-mcp serve --transport http``.
 
+The server runs as a user starts it, with the token it keeps; the suite connects to the
+URL the server shows, which carries that token.
+
 Every server scenario of ``@modelcontextprotocol/conformance`` (pinned in
 tests/conformance/package.json; installed by tests/run.sh) runs; the ones that
 do not apply to a tools-only server are listed, each with its reason, in
@@ -30,6 +33,7 @@ def test_the_conformance_suite_passes_every_applicable_server_scenario(tmp_path:
         pytest.skip("AWF_MCP_SKIP_NODE=1: no Node.js on this machine")
     assert SUITE.exists(), "the conformance suite is not installed: npm ci --prefix tests/conformance"
     env = server_env({"AWF_MCP_PLUGINS": "test"})
+    env.pop("AWF_MCP_TOKEN", None)  # the default: a token awf-mcp keeps, carried by the URL it shows
     server = subprocess.Popen(
         server_command("serve", "--transport", "http", "--port", "0", "--root", str(tmp_path)),
         stdin=subprocess.DEVNULL,
@@ -48,6 +52,7 @@ def test_the_conformance_suite_passes_every_applicable_server_scenario(tmp_path:
             match = re.search(r"listening on (http://\S+)", line)
             url = match.group(1) if match else None
         assert url, "the server did not start"
+        assert "?token=" in url
         result = subprocess.run(
             [
                 str(SUITE),

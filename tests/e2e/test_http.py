@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import re
 import signal
+import socket
 import subprocess
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -23,14 +25,17 @@ pytestmark = pytest.mark.e2e
 TOKEN = "test-token-123"
 
 
-@pytest.fixture
-def http_server(root: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def start_http(
+    *args: str, env: dict[str, str] | None = None, **popen: Any
+) -> tuple[str, subprocess.Popen[bytes]]:
+    """``awf-mcp serve --transport http --port 0 ARGS``: the URL its listening line shows, and the process."""
     process = subprocess.Popen(
-        server_command("serve", "--transport", "http", "--port", "0", "--token", TOKEN, "--root", str(root)),
+        server_command("serve", "--transport", "http", "--port", "0", *args),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=server_env(),
+        env=env or server_env(),
+        **popen,
     )
     assert process.stderr is not None
     url = None
@@ -43,8 +48,14 @@ def http_server(root: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
             break
         if not line and process.poll() is not None:
             break
-    assert url, "the HTTP server did not report its address"
-    yield url, process
+    if url is None:
+        stop(process)
+        raise AssertionError("the HTTP server did not report its address")
+    return url, process
+
+
+def stop(process: subprocess.Popen[bytes]) -> str:
+    """End the server (SIGTERM, then SIGKILL); what it wrote on stderr since its listening line."""
     if process.poll() is None:
         process.terminate()
         try:
@@ -52,6 +63,17 @@ def http_server(root: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+    assert process.stderr is not None
+    rest = process.stderr.read().decode(errors="replace")
+    process.stderr.close()
+    return rest
+
+
+@pytest.fixture
+def http_server(root: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    url, process = start_http("--token", TOKEN, "--root", str(root))
+    yield url, process
+    stop(process)
 
 
 @pytest.mark.anyio
@@ -120,3 +142,109 @@ def test_binding_beyond_loopback_requires_a_token() -> None:
         stdin=subprocess.DEVNULL,
     )
     assert result.returncode == 1 and "pass --token" in result.stderr
+
+
+def post_ping(url: str, headers: dict[str, str] | None = None) -> int:
+    """The HTTP status of a JSON-RPC ping POSTed to ``url``."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+    request = urllib.request.Request(
+        url,
+        data=body,
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **(headers or {}),
+        },
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+async def list_tool_names(url: str, headers: dict[str, str] | None = None) -> set[str]:
+    client = httpx2.AsyncClient(headers=headers or {}, timeout=30)
+    async with (
+        client,
+        streamable_http_client(url, http_client=client) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        return {tool.name for tool in (await session.list_tools()).tools}
+
+
+@pytest.mark.anyio
+async def test_on_loopback_a_token_is_required_by_default_and_shown_in_the_url(root: Path) -> None:
+    env = server_env()
+    env.pop("AWF_MCP_TOKEN", None)
+    url, process = start_http("--root", str(root), env=env)
+    try:
+        plain, _, query = url.partition("?")
+        assert query.startswith("token=")
+        token = query.removeprefix("token=")
+        assert len(token) >= 32
+        assert post_ping(plain) == 401
+        assert post_ping(plain, {"Authorization": "Bearer wrong"}) == 401
+        assert "Read" in await list_tool_names(url)  # the URL shown is all a client needs
+        assert "Read" in await list_tool_names(plain, {"Authorization": f"Bearer {token}"})
+    finally:
+        logged = stop(process)
+    kept = Path(env["XDG_STATE_HOME"]) / "awf-mcp" / "http.json"
+    assert json.loads(kept.read_text())["token"] == token
+    assert kept.stat().st_mode & 0o077 == 0
+    assert f"the token is kept in {kept}" in logged
+    url_again, process = start_http("--root", str(root), env=env)
+    stop(process)
+    assert url_again.endswith(f"?token={token}")  # kept: a configured client keeps working
+
+
+def test_the_listening_line_is_information_not_a_warning(root: Path) -> None:
+    process = subprocess.Popen(
+        server_command("serve", "--transport", "http", "--port", "0", "--token", TOKEN, "--root", str(root)),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=server_env(),
+    )
+    assert process.stderr is not None
+    try:
+        lines = [process.stderr.readline().decode()]
+        while "listening on" not in lines[-1] and lines[-1]:
+            lines.append(process.stderr.readline().decode())
+    finally:
+        stop(process)
+    assert lines[-1].startswith("awf-mcp: INFO: listening on http://127.0.0.1:"), lines
+
+
+@pytest.mark.anyio
+async def test_no_token_serves_everyone_on_loopback_with_a_warning(root: Path) -> None:
+    env = server_env()
+    env.pop("AWF_MCP_TOKEN", None)
+    url, process = start_http("--no-token", "--root", str(root), env=env)
+    try:
+        assert "?" not in url
+        assert "Read" in await list_tool_names(url)
+    finally:
+        logged = stop(process)
+    assert "WARNING" in logged and "without a token" in logged
+
+
+def test_a_port_in_use_is_one_clear_line() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            server_command("serve", "--transport", "http", "--port", str(port), "--token", TOKEN),
+            capture_output=True,
+            text=True,
+            env=server_env(),
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+    assert result.returncode == 1
+    assert (
+        result.stderr == f"awf-mcp: error: cannot listen on 127.0.0.1 port {port}: Address already in use\n"
+    )

@@ -12,7 +12,7 @@ from tests.helpers.harness import server_command, server_env
 SERVE_OPTIONS = (
     "--root", "--no-builtins", "--only", "--exclude", "--config", "--strict", "--log-level",
     "--log-format", "--log-file", "--audit-log", "--debug", "--call-timeout", "--transport",
-    "--host", "--port", "--token",
+    "--host", "--port", "--token", "--no-token",
 )  # fmt: skip
 
 
@@ -52,6 +52,8 @@ def test_the_top_level_help_lists_serve_and_points_at_its_options(tmp_path: Path
         (("--log-level", "LOUD"), 1, "unknown log level 'LOUD'"),
         (("--root", "does-not-exist"), 1, "does-not-exist"),
         (("--transport", "http", "--host", "0.0.0.0"), 1, "pass --token TOKEN"),
+        (("--transport", "http", "--host", "0.0.0.0", "--no-token"), 1, "pass --token TOKEN"),
+        (("--transport", "http", "--no-token", "--token", "t0ken"), 1, "--no-token contradicts"),
     ],
 )
 def test_bad_serve_options_are_one_clear_line(

@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from awf_mcp.ops import upstreamprocess
-from awf_mcp.ops.upstreamprocess import claim, launch_early, launch_key, spawn
+from awf_mcp.ops.upstreamprocess import claim, launch_early, launch_key, spawn, stop
+from tests.helpers.harness import marked_pids, wait_until
 
 SLEEPER = ["-c", "import sys; sys.stdin.read()"]
 
@@ -43,3 +44,31 @@ def test_an_early_launch_is_claimed_once_and_only_with_the_same_key() -> None:
     assert process.stdin is not None
     process.stdin.close()
     assert process.wait(timeout=10) == 0
+
+
+DETACHING = [
+    "-c",
+    "import subprocess, sys; subprocess.Popen([sys.executable, '-c', "
+    "'import os, sys, time; os.setsid(); time.sleep(60)', sys.argv[1]]); sys.stdin.read()",
+]
+
+
+@pytest.mark.parametrize("end", ["stdin EOF", "stop"])
+def test_what_a_server_detached_ends_with_it(end: str) -> None:
+    tag = f"detached-{os.getpid()}-{end.replace(' ', '-')}"
+    process = spawn(sys.executable, [*DETACHING, tag], dict(os.environ), "")
+    try:
+        assert wait_until(lambda: len(marked_pids(tag)) == 1, timeout=10)
+        assert process.stdin is not None
+        if end == "stdin EOF":
+            process.stdin.close()
+            process.wait(timeout=10)
+        else:
+            stop(process)
+        assert wait_until(lambda: not marked_pids(tag), timeout=5)
+    finally:
+        for pid in marked_pids(tag):
+            os.kill(pid, 9)
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()

@@ -12,7 +12,9 @@
 * ``exit``: exits at once with code 3, after a line on stderr;
 * ``flood``: answers ``initialize``, then writes one endless line on stdout.
 
-``FAKE_IGNORE_EOF=1`` in its environment makes it outlive stdin EOF and ignore SIGTERM. Hostile
+``FAKE_IGNORE_EOF=1`` in its environment makes it outlive stdin EOF and ignore SIGTERM.
+``FAKE_DETACHED_CHILD=TAG`` makes it start, first thing, a child that calls ``setsid()``
+ignores SIGTERM and sleeps, with ``TAG`` on its command line (a daemon it forgot to stop). Hostile
 sizes, set in its environment (``good`` mode):
 
 * ``FAKE_HUGE=COUNT:BYTES``: after the tools above, COUNT more pages of ``tools/list``, each
@@ -40,6 +42,7 @@ import base64
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -172,6 +175,20 @@ def call(request_id: object, name: str, arguments: dict, meta: dict | None = Non
 
 
 def main() -> None:
+    tag = os.environ.get("FAKE_DETACHED_CHILD")
+    if tag:
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import os, signal, time; os.setsid(); "
+                "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)",
+                tag,
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     if MODE == "exit":
         print("fake upstream: exiting at once", file=sys.stderr, flush=True)
         sys.exit(3)
