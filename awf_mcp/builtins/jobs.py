@@ -34,7 +34,7 @@ from typing import IO
 
 from awf_mcp import budget
 from awf_mcp.builtins.limits import BASH_KILL_GRACE
-from awf_mcp.builtins.outputs import OutputDir, StreamLog
+from awf_mcp.builtins.outputs import OutputDir, StreamLog, fair_shares
 from awf_mcp.builtins.shell import group_alive, signal_group
 from awf_mcp.ops import children
 from awf_mcp.ports import ToolError, ToolResult
@@ -44,6 +44,12 @@ MAX_JOBS = 8
 
 MAX_KEPT = 32
 """Jobs remembered (running or finished); the oldest finished ones are forgotten first."""
+
+PAGE_OVERHEAD = 600
+"""Bytes of a BashOutput page kept for its state line, section titles and note."""
+
+MIN_PAGE = 200
+"""Bytes of output a BashOutput page has room for at least."""
 
 
 def _pump(pipe: IO[bytes] | None, log: StreamLog) -> None:
@@ -117,14 +123,15 @@ class JobTable:
                 )
             self._counter += 1
             job_id = f"bash_{self._counter}"
-        stdout = StreamLog(self.outputs.new_file(f"{job_id}.stdout"), 64 * 1024)
-        stderr = StreamLog(self.outputs.new_file(f"{job_id}.stderr"), 64 * 1024)
+        stdout = self.outputs.new_log(f"{job_id}.stdout", 64 * 1024)
+        stderr = self.outputs.new_log(f"{job_id}.stderr", 64 * 1024)
         keeper, env = children.kept_command([shell, "-c", command], self.spawn_env(), cwd_fd=cwd_fd)
         try:
             process = subprocess.Popen(keeper, **children.spawn_options(env, cwd_fd))
         except OSError as exc:
-            stdout.close()
-            stderr.close()
+            for log in (stdout, stderr):
+                log.close()
+                self.outputs.remove(log)
             raise ToolError(f"cannot start the shell: {exc.strerror or exc}") from exc
         job = Job(job_id, command, process, stdout, stderr)
         for pipe, log in ((process.stdout, stdout), (process.stderr, stderr)):
@@ -141,9 +148,12 @@ class JobTable:
         )
 
     def _forget_old(self) -> None:
+        """Forget the oldest finished jobs over :data:`MAX_KEPT`, and remove their output files."""
         finished = [job_id for job_id, job in self._jobs.items() if not job.running]
         while len(self._jobs) > MAX_KEPT and finished:
-            del self._jobs[finished.pop(0)]
+            job = self._jobs.pop(finished.pop(0))
+            self.outputs.remove(job.stdout)
+            self.outputs.remove(job.stderr)
 
     def _job(self, job_id: object) -> Job:
         job = self._jobs.get(job_id) if isinstance(job_id, str) else None
@@ -156,19 +166,29 @@ class JobTable:
         """New output of the job since the last call, within the budget, and its state."""
         job = self._job(job_id)
         running = job.running  # decided before reading, so a final read sees everything
-        room = max(budget.current_budget() - 600, 200)
         parts = [f"job {job.id}: {job.state()}"]
+        streams = (("stdout", job.stdout), ("stderr", job.stderr))
+        room = max(budget.current_budget() - PAGE_OVERHEAD, MIN_PAGE)
+        shares = fair_shares({name: log.unread for name, log in streams}, room)
         waiting = 0
-        for name, log in (("stdout", job.stdout), ("stderr", job.stderr)):
-            text, left = log.read_new(room // 2 if name == "stdout" else room - budget.size("".join(parts)))
-            room -= budget.size(text)
+        notes = []
+        for name, log in streams:
+            text, left = log.read_new(shares[name])
             waiting += left
             if text:
                 parts.append(f"--- {name} (new) ---\n{text.removesuffix(chr(10))}")
+                if not text.endswith("\n"):
+                    notes.append(f"the last {name} line " + ("goes on" if left else "has no line end yet"))
+            if log.removed:
+                notes.append(f"its {name} file was removed to make room for newer output")
+            elif log.dropped and not left and not running:
+                notes.append(f"its {name} after the first {log.written:,} bytes was not kept")
         if len(parts) == 1:
             parts.append("(no new output)")
         if waiting:
-            parts.append(budget.note(f"{waiting:,} more bytes of output wait: call BashOutput again"))
+            notes.append(f"{waiting:,} more bytes of output wait: call BashOutput again")
+        if notes:
+            parts.append(budget.note("; ".join(notes)))
         code = job.process.poll()
         failed = not running and (job.killed or code not in (0, None))
         return ToolResult(content=ToolResult.text("\n".join(parts)).content, is_error=failed)
