@@ -146,7 +146,7 @@ def test_items_that_are_not_plain_text_fit_the_budget(tmp_path: Path, where: str
             "tools/call", {"name": "hostile_fat", "arguments": {"where": where, "size": 100}}
         )
         kept = small["result"]["content"]
-        assert len(kept) == 2 and "y" * 100 in json.dumps(kept[1]), kept  # within the budget: whole
+        assert len(kept) == 2 and wire_size(small) > 100, kept  # within the budget: whole
 
 
 def test_images_travel_whole_past_the_budget(tmp_path: Path) -> None:

@@ -74,25 +74,16 @@ def send(message: dict) -> None:
 
 
 def fat(where: str, size: int) -> list[dict]:
+    """A short text item, then an item of about ``size`` bytes as JSON."""
     filler = "y" * size
+    binary = base64.b64encode(b"y" * (size * 3 // 4)).decode()
     items: dict[str, dict] = {
         "resource": {"type": "resource", "resource": {"uri": "file:///fat.txt", "text": filler}},
         "meta": {"type": "text", "text": "small", "_meta": {"fat": filler}},
-        "annotations": {
-            "type": "text",
-            "text": "small",
-            "annotations": {"audience": ["user"], "fat": filler},
-        },
+        "annotations": {"type": "text", "text": "small", "annotations": {"audience": ["user"] * (size // 7)}},
         "link": {"type": "resource_link", "uri": "file:///fat.txt", "name": "fat", "description": filler},
-        "blob": {
-            "type": "resource",
-            "resource": {"uri": "file:///fat.bin", "blob": base64.b64encode(filler.encode()).decode()},
-        },
-        "image": {
-            "type": "image",
-            "mimeType": "image/png",
-            "data": base64.b64encode(filler.encode()).decode(),
-        },
+        "blob": {"type": "resource", "resource": {"uri": "file:///fat.bin", "blob": binary}},
+        "image": {"type": "image", "mimeType": "image/png", "data": binary},
     }
     return [{"type": "text", "text": "first"}, items[where]]
 
