@@ -273,7 +273,9 @@ class ToolInvoker:
 
     async def _run(self, run: _Run, progress: ProgressSink | None, budget: int) -> ToolResult:
         tool = run.tool
-        context = CallContext(tool_name=tool.name, output_budget=budget, channel=run.channel)
+        context = CallContext(
+            tool_name=tool.name, output_budget=budget, channel=run.channel, session=run.session
+        )
         if self.path_policy is not None:
             context.path_denied = functools.partial(self.path_policy, tool.name, tool.definition.source)
         finish_progress: Callable[[], None] = _no_pump

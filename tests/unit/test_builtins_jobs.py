@@ -156,3 +156,29 @@ async def test_bash_output_says_when_the_files_were_removed(tools: BuiltinTools)
     assert "its stdout file was removed to make room for newer output" in rest
     assert "wait: call BashOutput again" not in rest
     await tools.close()
+
+
+@pytest.mark.anyio
+async def test_jobs_belong_to_their_session(tools: BuiltinTools) -> None:
+    async def as_session(session: str, name: str, **arguments: object) -> ToolResult:
+        token = bind_call_context(CallContext(tool_name=name, output_budget=10_000, session=session))
+        try:
+            result = await tools.call_tool(name, arguments)
+        finally:
+            unbind_call_context(token)
+        assert isinstance(result, ToolResult)
+        return result
+
+    from awf_mcp.builtins.jobs import MAX_JOBS
+    from awf_mcp.ports import ToolError
+
+    for _ in range(MAX_JOBS):
+        await as_session("a", "Bash", command="sleep 300", run_in_background=True)
+    with pytest.raises(ToolError, match="no background job 'bash_1'; the jobs are: none"):
+        await as_session("b", "KillShell", job_id="bash_1")
+    started = await as_session("b", "Bash", command="echo b", run_in_background=True)  # a's jobs do not count
+    assert f"bash_{MAX_JOBS + 1}" in started.content[0].text
+    with pytest.raises(ToolError, match=f"{MAX_JOBS} background jobs are running already"):
+        await as_session("a", "Bash", command="true", run_in_background=True)
+    assert "killed" in (await as_session("a", "KillShell", job_id="bash_1")).content[0].text
+    await tools.close()
