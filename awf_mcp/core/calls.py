@@ -257,8 +257,9 @@ class ToolInvoker:
             )
         cached = self._output_validators.get(tool.name)
         if cached is None or cached[0] is not tool.definition:
-            try:
-                cached = (tool.definition, linear_validator(schema, check=True))
+            try:  # checking the schema itself takes time in proportion to its size: off the loop too
+                validator = await in_worker_thread(functools.partial(linear_validator, schema, check=True))
+                cached = (tool.definition, validator)
             except Exception as exc:
                 return ToolResult.error(
                     f"tool {tool.name} has an invalid output schema: {describe_exception(exc)}"

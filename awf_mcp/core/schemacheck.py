@@ -84,33 +84,34 @@ def _search(pattern: Any, text: str) -> bool:
     return regex.search(text.encode("utf-8", "surrogatepass")) is not None
 
 
+def _refusing_uncheckable(keyword: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
+    """``keyword`` with a pattern RE2 refuses turned into the validation error that says so."""
+
+    @functools.wraps(keyword)
+    def checked(validator: Any, value: Any, instance: Any, schema: Any) -> Iterator[Any]:
+        from jsonschema import ValidationError
+
+        try:
+            yield from keyword(validator, value, instance, schema)
+        except _Uncheckable as exc:
+            yield ValidationError(str(exc))
+
+    return checked
+
+
 def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterator[Any]:
     from jsonschema import ValidationError
 
-    if not validator.is_type(instance, "string"):
-        return
-    try:
-        matched = _search(pattern, instance)
-    except _Uncheckable as exc:
-        yield ValidationError(str(exc))
-        return
-    if not matched:
+    if validator.is_type(instance, "string") and not _search(pattern, instance):
         yield ValidationError(f"{instance!r:.200} does not match {pattern!r}")
 
 
 def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Iterator[Any]:
-    from jsonschema import ValidationError
-
     if not validator.is_type(instance, "object"):
         return
     for pattern, subschema in patterns.items():
         for key, value in instance.items():
-            try:
-                matched = _search(pattern, key)
-            except _Uncheckable as exc:
-                yield ValidationError(str(exc))
-                return
-            if matched:
+            if _search(pattern, key):
                 yield from validator.descend(value, subschema, path=key, schema_path=pattern)
 
 
@@ -130,11 +131,7 @@ def _additional_properties(validator: Any, allowed: Any, instance: Any, schema: 
 
     if not validator.is_type(instance, "object"):
         return
-    try:
-        extras = _additional(instance, schema)
-    except _Uncheckable as exc:
-        yield ValidationError(str(exc))
-        return
+    extras = _additional(instance, schema)
     if validator.is_type(allowed, "object"):
         for extra in extras:
             yield from validator.descend(instance[extra], allowed, path=extra)
@@ -195,11 +192,7 @@ def _unevaluated_properties(validator: Any, unevaluated: Any, instance: Any, sch
 
     if not validator.is_type(instance, "object"):
         return
-    try:
-        evaluated = set(_evaluated_keys(validator, instance, schema))
-    except _Uncheckable as exc:
-        yield ValidationError(str(exc))
-        return
+    evaluated = set(_evaluated_keys(validator, instance, schema))
     invalid = [
         key
         for key in instance
@@ -220,10 +213,10 @@ def _unevaluated_properties(validator: Any, unevaluated: Any, instance: Any, sch
 
 
 _LINEAR: Mapping[str, Callable[..., Iterator[Any]]] = {
-    "pattern": _pattern,
-    "patternProperties": _pattern_properties,
-    "additionalProperties": _additional_properties,
-    "unevaluatedProperties": _unevaluated_properties,
+    "pattern": _refusing_uncheckable(_pattern),
+    "patternProperties": _refusing_uncheckable(_pattern_properties),
+    "additionalProperties": _refusing_uncheckable(_additional_properties),
+    "unevaluatedProperties": _refusing_uncheckable(_unevaluated_properties),
 }
 """The keywords that match regular expressions, each with its RE2 version."""
 
