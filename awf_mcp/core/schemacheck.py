@@ -36,11 +36,12 @@ from typing import Any
 
 log = logging.getLogger("awf_mcp.core.schemacheck")
 
-PATTERN_CACHE = 512
+PATTERN_CACHE = 128
 """Compiled patterns kept (the least recently used is dropped first)."""
 
-PATTERN_MEMORY = 8 << 20
-"""Bytes RE2 may use for one compiled pattern (its program and matching cache)."""
+PATTERN_MEMORY = 2 << 20
+"""Bytes RE2 may use for one compiled pattern (its program and matching cache); a pattern too
+large to compile within it is refused. With :data:`PATTERN_CACHE`, at most 256 MiB in all."""
 
 Validator = Any
 """A ``jsonschema`` validator instance (``jsonschema`` is imported on first need: it takes a while)."""
