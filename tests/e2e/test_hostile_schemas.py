@@ -36,12 +36,14 @@ EVIL_CALLS = {
 
 
 def start(tmp_path: Path, *extra: str) -> RawServer:
-    config = tmp_path / "awf-mcp.toml"
+    """A server of the hostile upstream, configured by the user's own file (outside the project)."""
+    config = tmp_path / "user" / "awf-mcp.toml"
+    config.parent.mkdir(exist_ok=True)
     config.write_text(f'[servers.hostile]\ncommand = "{sys.executable}"\nargs = ["{HOSTILE}"]\n')
     root = tmp_path / "root"
     root.mkdir(exist_ok=True)
     (root / "notes.txt").write_text("still here\n")
-    server = RawServer("--config", str(config), "--root", str(root), *extra, env=NO_PLUGINS, cwd=tmp_path)
+    server = RawServer("--config", str(config), "--root", str(root), *extra, env=NO_PLUGINS, cwd=root)
     server.initialize()
     names = [tool["name"] for tool in server.request("tools/list")["result"]["tools"]]
     assert "hostile_evil_input" in names, server.stderr()
