@@ -15,9 +15,15 @@ Contract
   ``--output-budget`` (config key ``output_budget``) overrides it for every client.
 * The cutting helpers never split a UTF-8 character (nor a line, where they say so), and what
   they return fits the number of bytes they were given. They are pure and cheap: one encode.
-* :func:`fit_result` is the last pass over every result, whatever its provider: text over the
-  budget is cut at a line boundary with one note; ``structuredContent`` over the budget cannot
-  be cut safely and turns the result into an error that says so.
+* :func:`fit_result` is the last pass over every result, whatever its provider. It counts the
+  whole content (:func:`content_size`): text and an embedded resource's text in UTF-8 bytes,
+  and every other field — ``_meta``, annotations, a link's name and description, a resource's
+  blob — at its size as compact JSON; only an image or audio item's data and MIME type do not
+  count (they travel as media, bounded by the frame limit). Over the budget, items are kept in order
+  while they fit; the first that does not is cut (text at a line boundary, its other fields
+  dropped) or, when it holds no text to cut, left out; one note says what was cut and left
+  out. What remains is valid MCP. ``structuredContent`` over the budget cannot be cut safely
+  and turns the result into an error that says so.
 
 This module belongs to the public face: plugin authors may size their own results with
 ``current_call().output_budget`` and these helpers. It imports the standard library and
@@ -26,6 +32,7 @@ This module belongs to the public face: plugin authors may size their own result
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -60,15 +67,16 @@ def budget_for_client(client_name: str | None) -> int:
 def rules(configured: int | None) -> dict[str, Any]:
     """The budget rules as data (``tools list --json``): what each client gets, how results shorten."""
     return {
-        "unit": "UTF-8 bytes of result text per call",
+        "unit": "UTF-8 bytes of result content per call (text; other fields as JSON; not media data)",
         "configured": configured,
         "by_client": dict(CLIENT_BUDGETS),
         "default": DEFAULT_BUDGET,
         "shortening": (
             "a result over the budget is shortened by its tool and ends with one note "
             "'[awf-mcp: ...]' saying what was left out and how to get it (Read offset or column, "
-            "Grep and Glob offset, Bash's output file); other text is cut at a line; structured "
-            "content over the budget makes the call an error"
+            "Grep and Glob offset, Bash's output file); other text is cut at a line, other fields "
+            "dropped, items with no text left out; structured content over the budget makes the call "
+            "an error"
         ),
     }
 
@@ -167,20 +175,53 @@ def head_and_tail(text: str, limit: int, *, head_share: float = 0.25) -> tuple[s
 
 def _visible(result: ToolResult) -> ToolResult:
     content = [
-        ToolContent.of_text(visible_text(item.text)) if item.type == "text" else item
+        dataclasses.replace(item, text=visible_text(item.text)) if item.type == "text" else item
         for item in result.content
     ]
     return ToolResult(content=content, is_error=result.is_error, structured_content=result.structured_content)
 
 
+def content_size(item: ToolContent) -> int:
+    """The budget one content item takes; see the module docstring."""
+    extra = json_size(item.extra) if item.extra else 0
+    if item.type == "text":
+        return size(item.text) + extra
+    if item.type in ("image", "audio"):
+        return extra
+    fields = size(item.uri) + size(item.mime_type) + extra
+    if item.type == "resource":
+        return fields + (len(item.data) if item.data else size(item.text))
+    return fields + size(item.name)
+
+
+def _cut(item: ToolContent, room: int) -> ToolContent | None:
+    """``item`` within ``room`` bytes (extra fields dropped, text cut); ``None`` when nothing fits."""
+    if item.type in ("image", "audio"):
+        bare = dataclasses.replace(item, extra=None)
+        return bare if content_size(bare) <= room else None
+    if item.type == "text":
+        kept = head_lines(item.text, room)
+        return ToolContent.of_text(kept) if kept else None
+    if item.type == "resource" and not item.data:
+        bare = dataclasses.replace(item, text="", extra=None)
+        kept = head_lines(item.text, room - content_size(bare))
+        return dataclasses.replace(bare, text=kept) if kept else None
+    return None
+
+
+def _count(kinds: Mapping[str, int]) -> str:
+    return ", ".join(f"{number} {kind} item" + ("s" if number > 1 else "") for kind, number in kinds.items())
+
+
 def fit_result(result: ToolResult, budget: int, *, how: str = "") -> ToolResult:
-    """``result`` cut to ``budget`` bytes of text with one note, or an error when it cannot be cut.
+    """``result`` cut to ``budget`` bytes with one note, or an error when it cannot be cut.
 
     Text is first made encodable (:func:`~awf_mcp.ports.visible_text`: a file name that is not
-    UTF-8 shows its bytes as ``\\xNN``), so what is measured is what is sent.
+    UTF-8 shows its bytes as ``\\xNN``), so what is measured is what is sent. Every content
+    item counts (:func:`content_size`), the data of images and audio excepted.
 
-    ``how`` is appended to the note (for example how to ask for less). Images are not text
-    and do not count; the frame limit bounds them. A result within the budget is returned as is.
+    ``how`` is appended to the note (for example how to ask for less). A result within the
+    budget is returned as is.
     """
     if any(item.type == "text" and not item.text.isascii() for item in result.content):
         result = _visible(result)
@@ -192,33 +233,41 @@ def fit_result(result: ToolResult, budget: int, *, how: str = "") -> ToolResult:
                 f"the result is too large for this client: its structured content takes {shape:,} bytes "
                 f"and the output budget is {budget:,} bytes; ask for less" + (f" ({how})" if how else "")
             )
-    texts = [item for item in result.content if item.type == "text"]
-    total = sum(size(item.text) for item in texts)
+    sizes = [content_size(item) for item in result.content]
+    total = sum(sizes)
     if total <= budget:
         return result
-    note_room = 400
-    room = max(budget - note_room, 0)
+    room = max(budget - NOTE_ROOM, 0)
     content: list[ToolContent] = []
     shown = 0
-    for item in result.content:
-        if item.type != "text":
-            content.append(item)
+    left_out: dict[str, int] = {}
+    trimmed: dict[str, int] = {}
+    for item, taken in zip(result.content, sizes, strict=True):
+        kept: ToolContent | None = item if taken <= room else _cut(item, room)
+        if kept is None:
+            left_out[item.type] = left_out.get(item.type, 0) + 1
             continue
-        if room <= 0:
-            continue
-        kept = head_lines(item.text, room)
-        content.append(ToolContent.of_text(kept))
-        room -= size(kept)
-        shown += size(kept)
-    content.append(
-        ToolContent.of_text(
-            note(
-                f"output cut to {shown:,} of {total:,} bytes to fit this client's output budget of "
-                f"{budget:,} bytes" + (f"; {how}" if how else "")
-            )
-        )
-    )
+        if kept is not item and item.extra:
+            trimmed[item.type] = trimmed.get(item.type, 0) + 1
+        taken = content_size(kept)
+        content.append(kept)
+        room -= taken
+        shown += taken
+    parts = [
+        f"output cut to {shown:,} of {total:,} bytes to fit this client's output budget of {budget:,} bytes"
+    ]
+    if left_out:
+        parts.append(f"left out: {_count(left_out)}")
+    if trimmed:
+        parts.append(f"_meta, annotations and other fields dropped from {_count(trimmed)}")
+    if how:
+        parts.append(how)
+    content.append(ToolContent.of_text(note("; ".join(parts))))
     return ToolResult(content=content, is_error=result.is_error, structured_content=structured)
+
+
+NOTE_ROOM = 400
+"""Bytes of the budget kept for the note of a cut result."""
 
 
 def note(text: str) -> str:

@@ -45,7 +45,7 @@ import base64
 import contextvars
 import re
 import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -381,7 +381,7 @@ class CallContext:
     loop or a worker thread and does nothing when the client asked for no
     progress. ``cancelled`` is set when the client cancels the call, the call
     times out, or the server shuts down; a long synchronous tool should poll it.
-    ``output_budget`` is how many UTF-8 bytes of result text reach the model
+    ``output_budget`` is how many UTF-8 bytes of result content reach the model
     (``None`` outside a served call; :func:`awf_mcp.budget.current_budget` fills
     in the default): a tool that sizes its own result stays within it.
     ``path_denied(path)`` asks the path policy (the ``awf_mcp_authorize_path``
@@ -391,6 +391,9 @@ class CallContext:
     decide them (already resolved, the first the base for relative paths); ``None``
     means the configured roots; the sandbox sets ``refused_outside_roots`` when it
     refuses a path for lying outside them. ``channel`` reaches the agent's client.
+    ``session`` names the client session the call came from (stdio: its one client;
+    HTTP: its ``mcp-session-id``; ``None``: no session, as for ``awf-mcp tools call``):
+    what a tool keeps between calls (background jobs) belongs to one session.
     """
 
     tool_name: str
@@ -401,6 +404,7 @@ class CallContext:
     roots: tuple[str, ...] | None = None
     refused_outside_roots: bool = False
     channel: ClientChannel = NO_CLIENT
+    session: Hashable | None = None
 
 
 _current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(

@@ -3,9 +3,12 @@
 Contract
 --------
 * ``Bash`` with ``run_in_background`` starts the command as a job and returns at once
-  with its id (``bash_1``, ``bash_2``, ...). At most :data:`MAX_JOBS` jobs run at once;
-  a finished job stays listed (its output readable) until :data:`MAX_KEPT` newer ones
-  push it out.
+  with its id (``bash_1``, ``bash_2``, ... never reused). A job belongs to the client
+  session that started it (:attr:`~awf_mcp.ports.CallContext.session`): only that session
+  sees it, reads it and kills it; to any other it does not exist. At most :data:`MAX_JOBS`
+  jobs of one session, and :data:`MAX_RUNNING` of all sessions, run at once; a finished
+  job stays listed (its output readable) until :data:`MAX_KEPT` newer ones push it out,
+  and its output files go with it.
 * The job runs like a foreground command: ``/bin/bash -c`` in a confined ``cwd``, stdin
   empty, the user's environment, its own session and process group. Its stdout and
   stderr go to :class:`~awf_mcp.builtins.outputs.StreamLog` files.
@@ -28,22 +31,31 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import IO
 
 from awf_mcp import budget
 from awf_mcp.builtins.limits import BASH_KILL_GRACE
-from awf_mcp.builtins.outputs import OutputDir, StreamLog
+from awf_mcp.builtins.outputs import OutputDir, StreamLog, fair_shares
 from awf_mcp.builtins.shell import group_alive, signal_group
 from awf_mcp.ops import children
 from awf_mcp.ports import ToolError, ToolResult
 
 MAX_JOBS = 8
-"""Background jobs running at once."""
+"""Background jobs of one session running at once."""
+
+MAX_RUNNING = 32
+"""Background jobs of all sessions running at once."""
 
 MAX_KEPT = 32
 """Jobs remembered (running or finished); the oldest finished ones are forgotten first."""
+
+PAGE_OVERHEAD = 600
+"""Bytes of a BashOutput page kept for its state line, section titles and note."""
+
+MIN_PAGE = 200
+"""Bytes of output a BashOutput page has room for at least."""
 
 
 def _pump(pipe: IO[bytes] | None, log: StreamLog) -> None:
@@ -64,6 +76,7 @@ class Job:
     process: subprocess.Popen[bytes]
     stdout: StreamLog
     stderr: StreamLog
+    session: Hashable | None = None
     started: float = field(default_factory=time.monotonic)
     readers: list[threading.Thread] = field(default_factory=list)
     killed: bool = False
@@ -96,37 +109,45 @@ class JobTable:
         self._counter = 0
         self._lock = threading.Lock()
 
-    def start(self, shell: str, command: str, cwd_fd: int) -> ToolResult:
-        """Start ``command`` in directory ``cwd_fd`` (closed here) as a job; the result names it.
+    def start(self, shell: str, command: str, cwd_fd: int, session: Hashable | None = None) -> ToolResult:
+        """Start ``command`` in ``cwd_fd`` (closed here) as a job of ``session``; the result names it.
 
         Call it from the event loop's thread: a keeper's death signal follows the thread that
         started it, and worker threads come and go.
         """
         try:
-            return self._start(shell, command, cwd_fd)
+            return self._start(shell, command, cwd_fd, session)
         finally:
             os.close(cwd_fd)
 
-    def _start(self, shell: str, command: str, cwd_fd: int) -> ToolResult:
+    def _start(self, shell: str, command: str, cwd_fd: int, session: Hashable | None) -> ToolResult:
         with self._lock:
-            running = [job.id for job in self._jobs.values() if job.running]
-            if len(running) >= MAX_JOBS:
+            running = [job for job in self._jobs.values() if job.running]
+            own = [job.id for job in running if job.session == session]
+            if len(own) >= MAX_JOBS:
                 raise ToolError(
-                    f"{MAX_JOBS} background jobs are running already ({', '.join(running)}): "
+                    f"{MAX_JOBS} background jobs are running already ({', '.join(own)}): "
                     "stop one with KillShell first"
+                )
+            if len(running) >= MAX_RUNNING:
+                raise ToolError(
+                    f"{MAX_RUNNING} background jobs of all sessions are running already"
+                    + (f" ({', '.join(own)} of this one)" if own else "")
+                    + ": stop one with KillShell first, or wait"
                 )
             self._counter += 1
             job_id = f"bash_{self._counter}"
-        stdout = StreamLog(self.outputs.new_file(f"{job_id}.stdout"), 64 * 1024)
-        stderr = StreamLog(self.outputs.new_file(f"{job_id}.stderr"), 64 * 1024)
+        stdout = self.outputs.new_log(f"{job_id}.stdout", 64 * 1024)
+        stderr = self.outputs.new_log(f"{job_id}.stderr", 64 * 1024)
         keeper, env = children.kept_command([shell, "-c", command], self.spawn_env(), cwd_fd=cwd_fd)
         try:
             process = subprocess.Popen(keeper, **children.spawn_options(env, cwd_fd))
         except OSError as exc:
-            stdout.close()
-            stderr.close()
+            for log in (stdout, stderr):
+                log.close()
+                self.outputs.remove(log)
             raise ToolError(f"cannot start the shell: {exc.strerror or exc}") from exc
-        job = Job(job_id, command, process, stdout, stderr)
+        job = Job(job_id, command, process, stdout, stderr, session)
         for pipe, log in ((process.stdout, stdout), (process.stderr, stderr)):
             reader = threading.Thread(target=_pump, args=(pipe, log), name=f"awf-mcp {job_id}", daemon=True)
             reader.start()
@@ -141,41 +162,57 @@ class JobTable:
         )
 
     def _forget_old(self) -> None:
+        """Forget the oldest finished jobs over :data:`MAX_KEPT`, and remove their output files."""
         finished = [job_id for job_id, job in self._jobs.items() if not job.running]
         while len(self._jobs) > MAX_KEPT and finished:
-            del self._jobs[finished.pop(0)]
+            job = self._jobs.pop(finished.pop(0))
+            self.outputs.remove(job.stdout)
+            self.outputs.remove(job.stderr)
 
-    def _job(self, job_id: object) -> Job:
-        job = self._jobs.get(job_id) if isinstance(job_id, str) else None
-        if job is None:
-            known = ", ".join(f"{j.id} ({j.state()})" for j in self._jobs.values()) or "none"
-            raise ToolError(f"no background job {job_id!r}; the jobs are: {known}")
-        return job
+    def _job(self, job_id: object, session: Hashable | None) -> Job:
+        """The job ``job_id`` of ``session``: another session's job is no job of this one."""
+        with self._lock:
+            job = self._jobs.get(job_id) if isinstance(job_id, str) else None
+            if job is None or job.session != session:
+                own = [j for j in self._jobs.values() if j.session == session]
+                known = ", ".join(f"{j.id} ({j.state()})" for j in own) or "none"
+                raise ToolError(f"no background job {job_id!r}; the jobs are: {known}")
+            return job
 
-    def output(self, job_id: object) -> ToolResult:
-        """New output of the job since the last call, within the budget, and its state."""
-        job = self._job(job_id)
+    def output(self, job_id: object, session: Hashable | None = None) -> ToolResult:
+        """New output of job ``job_id`` of ``session`` since the last call, within the budget; its state."""
+        job = self._job(job_id, session)
         running = job.running  # decided before reading, so a final read sees everything
-        room = max(budget.current_budget() - 600, 200)
         parts = [f"job {job.id}: {job.state()}"]
+        streams = (("stdout", job.stdout), ("stderr", job.stderr))
+        room = max(budget.current_budget() - PAGE_OVERHEAD, MIN_PAGE)
+        shares = fair_shares({name: log.unread for name, log in streams}, room)
         waiting = 0
-        for name, log in (("stdout", job.stdout), ("stderr", job.stderr)):
-            text, left = log.read_new(room // 2 if name == "stdout" else room - budget.size("".join(parts)))
-            room -= budget.size(text)
+        notes = []
+        for name, log in streams:
+            text, left = log.read_new(shares[name])
             waiting += left
             if text:
                 parts.append(f"--- {name} (new) ---\n{text.removesuffix(chr(10))}")
+                if not text.endswith("\n"):
+                    notes.append(f"the last {name} line " + ("goes on" if left else "has no line end yet"))
+            if log.removed:
+                notes.append(f"its {name} file was removed to make room for newer output")
+            elif log.dropped and not left and not running:
+                notes.append(f"its {name} after the first {log.written:,} bytes was not kept")
         if len(parts) == 1:
             parts.append("(no new output)")
         if waiting:
-            parts.append(budget.note(f"{waiting:,} more bytes of output wait: call BashOutput again"))
+            notes.append(f"{waiting:,} more bytes of output wait: call BashOutput again")
+        if notes:
+            parts.append(budget.note("; ".join(notes)))
         code = job.process.poll()
         failed = not running and (job.killed or code not in (0, None))
         return ToolResult(content=ToolResult.text("\n".join(parts)).content, is_error=failed)
 
-    def kill(self, job_id: object) -> ToolResult:
-        """Kill the job's whole process group."""
-        job = self._job(job_id)
+    def kill(self, job_id: object, session: Hashable | None = None) -> ToolResult:
+        """Kill the whole process group of job ``job_id`` of ``session``."""
+        job = self._job(job_id, session)
         if job.process.poll() is not None and not group_alive(job.process.pid):
             return ToolResult.text(f"job {job.id} had already ended: {job.state()}")
         job.killed = True

@@ -36,6 +36,10 @@ BASH_MAX_TIMEOUT = 600
 BASH_FILE_BYTES = 64 * MIB
 """Bytes of stdout, and separately of stderr, that Bash keeps in its output file for Read."""
 
+BASH_OUTPUT_DIR_BYTES = 256 * MIB
+"""Bytes all of a server's Bash output files take together: the files of finished commands and
+jobs are removed, oldest first, to make room for new output."""
+
 BASH_KILL_GRACE = 0.5
 """Seconds between SIGTERM and SIGKILL when Bash stops a process group."""
 

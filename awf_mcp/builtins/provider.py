@@ -32,7 +32,7 @@ from awf_mcp.builtins.sandbox import Sandbox
 from awf_mcp.builtins.shell import ShellRunner, shell_path
 from awf_mcp.concurrency import in_worker_thread
 from awf_mcp.ops.childenv import child_environment
-from awf_mcp.ports import ToolDefinition, ToolError, ToolResult
+from awf_mcp.ports import ToolDefinition, ToolError, ToolResult, current_call
 
 _FileTool = Callable[[Sandbox, Mapping[str, Any]], ToolResult]
 
@@ -76,11 +76,13 @@ class BuiltinTools:
         if name == "Bash":
             if arguments.get("run_in_background") is True:
                 command, cwd = self._shell.checked(self.sandbox, arguments)
-                return self._jobs.start(shell_path(), command, self.sandbox.open_dir(cwd))
+                return self._jobs.start(
+                    shell_path(), command, self.sandbox.open_dir(cwd), current_call().session
+                )
             return await self._shell.run(self.sandbox, arguments)
         if name in ("BashOutput", "KillShell"):
             job_call = self._jobs.output if name == "BashOutput" else self._jobs.kill
-            return await anyio.to_thread.run_sync(job_call, arguments.get("job_id"))
+            return await anyio.to_thread.run_sync(job_call, arguments.get("job_id"), current_call().session)
         tool = file_tool(name)
         if tool is None:
             raise ToolError(f"unknown built-in tool {name!r}")

@@ -146,8 +146,8 @@ class ShellRunner:
             os.close(cwd_fd)
         self._running[process.pid] = process
         keep = budget.current_budget()
-        stdout = StreamLog(self.outputs.new_file("bash.stdout"), keep)
-        stderr = StreamLog(self.outputs.new_file("bash.stderr"), keep)
+        stdout = self.outputs.new_log("bash.stdout", keep)
+        stderr = self.outputs.new_log("bash.stderr", keep)
         try:
             outcome = await self._supervise(process, stdout, stderr, timeout, call, marker)
         finally:

@@ -12,8 +12,13 @@ Contract
   arguments that are not an object or fail the tool's input schema, a policy
   hook's denial, a provider that raises (``<ExceptionType>: <message>``; a
   :class:`~awf_mcp.ports.ToolError` message verbatim), returns ``None``, calls
-  ``sys.exit()``, or runs past the per-call timeout — each is an ``isError``
-  result with one short sentence. Tracebacks go to the log only, at DEBUG.
+  ``sys.exit()``, runs past the per-call timeout, or returns a successful result
+  whose structured content is missing or fails the tool's output schema — each is
+  an ``isError`` result with one short sentence. Tracebacks go to the log only, at DEBUG.
+* Schemas are checked by :mod:`awf_mcp.core.schemacheck` (every pattern matched by RE2).
+  Arguments that the quick check (:mod:`awf_mcp.core.quickcheck`) does not accept, and
+  structured content, are checked in a worker thread under the call's timeout, so no
+  schema and no value stalls the event loop: a check past the timeout ends the call.
 * Synchronous providers run in a worker thread that is abandoned (not waited
   for) on timeout or cancellation; the call's :class:`~awf_mcp.ports.CallContext`
   has its ``cancelled`` flag set so a cooperative tool can stop.
@@ -45,7 +50,7 @@ from typing import Any
 import anyio
 
 from awf_mcp.budget import budget_for_client, fit_result
-from awf_mcp.concurrency import call_either
+from awf_mcp.concurrency import call_either, in_worker_thread
 from awf_mcp.core.observability import (
     CallRequests,
     bind_upstream_requests,
@@ -56,6 +61,7 @@ from awf_mcp.core.observability import (
 from awf_mcp.core.quickcheck import QuickCheck, quick_check
 from awf_mcp.core.registry import RegisteredTool, Registry
 from awf_mcp.core.roots import ClientRoots
+from awf_mcp.core.schemacheck import Validator, first_problem, linear_validator
 from awf_mcp.errors import describe_exception
 from awf_mcp.ports import (
     NO_CLIENT,
@@ -157,6 +163,7 @@ class ToolInvoker:
         self.observer = observer
         self.output_budget = output_budget
         self._validators: dict[str, tuple[Any, Any, QuickCheck | None]] = {}
+        self._output_validators: dict[str, tuple[Any, Validator]] = {}
 
     def budget_for(self, client_name: str | None) -> int:
         """The output budget of a call from ``client_name``: the configured one, else the client's default."""
@@ -187,7 +194,7 @@ class ToolInvoker:
         asking = False
         try:
             with call_span(name, tool.definition.source) as span:
-                result = self._precheck(tool, arguments)
+                result = await self._precheck(tool, arguments)
                 decision = None
                 if result is None and self.policy is not None:
                     decision = self.policy(tool.name, tool.definition.source, args)
@@ -220,17 +227,20 @@ class ToolInvoker:
                 )
         return result
 
-    def _precheck(self, tool: RegisteredTool, arguments: Any) -> ToolResult | None:
+    async def _precheck(self, tool: RegisteredTool, arguments: Any) -> ToolResult | None:
         if arguments is not None and not isinstance(arguments, Mapping):
             return ToolResult.error(
                 f"invalid arguments for {tool.name}: expected an object, got {type(arguments).__name__}"
             )
-        problem = self._validate(tool, arguments or {})
-        if problem:
-            return ToolResult.error(f"invalid arguments for {tool.name}: {problem}")
-        return None
+        with anyio.move_on_after(self.timeout_seconds):
+            problem = await self._validate(tool, arguments or {})
+            return ToolResult.error(f"invalid arguments for {tool.name}: {problem}") if problem else None
+        return ToolResult.error(
+            f"the arguments of {tool.name} could not be checked against its input schema within "
+            f"{self.timeout_seconds:g} s; the call was not made"
+        )
 
-    def _validate(self, tool: RegisteredTool, arguments: Mapping[str, Any]) -> str | None:
+    async def _validate(self, tool: RegisteredTool, arguments: Mapping[str, Any]) -> str | None:
         cached = self._validators.get(tool.name)
         if cached is None or cached[0] is not tool.definition:  # the registry may re-merge at runtime
             cached = (tool.definition, None, quick_check(tool.definition.input_schema))
@@ -241,18 +251,41 @@ class ToolInvoker:
         if validator is None:  # built on first need: importing jsonschema takes a while
             from jsonschema import Draft202012Validator
 
-            validator = Draft202012Validator(dict(definition.input_schema))
+            validator = linear_validator(definition.input_schema, default=Draft202012Validator)
             self._validators[tool.name] = (definition, validator, accepts)
-        errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))
-        if not errors:
-            return None
-        error = errors[0]
-        where = ".".join(str(part) for part in error.path)
-        return f"{where}: {error.message}" if where else str(error.message)
+        return await in_worker_thread(first_problem, validator, dict(arguments))
+
+    async def _checked_output(self, tool: RegisteredTool, result: ToolResult) -> ToolResult:
+        """``result``, or the error saying how its structured content fails the tool's output schema."""
+        schema = tool.definition.output_schema
+        if schema is None or result.is_error:
+            return result
+        if result.structured_content is None:
+            return ToolResult.error(
+                f"tool {tool.name} returned no structured content, though its output schema asks for it"
+            )
+        cached = self._output_validators.get(tool.name)
+        if cached is None or cached[0] is not tool.definition:
+            try:  # checking the schema itself takes time in proportion to its size: off the loop too
+                validator = await in_worker_thread(functools.partial(linear_validator, schema, check=True))
+                cached = (tool.definition, validator)
+            except Exception as exc:
+                return ToolResult.error(
+                    f"tool {tool.name} has an invalid output schema: {describe_exception(exc)}"
+                )
+            self._output_validators[tool.name] = cached
+        problem = await in_worker_thread(first_problem, cached[1], result.structured_content)
+        if problem is None:
+            return result
+        return ToolResult.error(
+            f"tool {tool.name} returned structured content that does not match its output schema: {problem}"
+        )
 
     async def _run(self, run: _Run, progress: ProgressSink | None, budget: int) -> ToolResult:
         tool = run.tool
-        context = CallContext(tool_name=tool.name, output_budget=budget, channel=run.channel)
+        context = CallContext(
+            tool_name=tool.name, output_budget=budget, channel=run.channel, session=run.session
+        )
         if self.path_policy is not None:
             context.path_denied = functools.partial(self.path_policy, tool.name, tool.definition.source)
         finish_progress: Callable[[], None] = _no_pump
@@ -275,7 +308,7 @@ class ToolInvoker:
                         if refusal is not None:
                             return refusal
                     waiting = "the tool"
-                    result = await _attempt(tool, run.arguments)
+                    result = await self._checked_output(tool, await _attempt(tool, run.arguments))
                     if context.refused_outside_roots and not fetched and self.client_roots is not None:
                         waiting = "the client's roots"
                         before = context.roots
@@ -284,7 +317,7 @@ class ToolInvoker:
                         if context.roots != before:
                             waiting = "the tool"
                             context.refused_outside_roots = False
-                            result = await _attempt(tool, run.arguments)
+                            result = await self._checked_output(tool, await _attempt(tool, run.arguments))
             except InputRequired as exc:
                 pending = exc
                 result = ToolResult.error("")

@@ -12,8 +12,9 @@ Contract
   The caller then always runs the full validator.
 * Otherwise it returns a function of the arguments that returns ``True`` only for arguments
   that Draft 2020-12 validation accepts, and ``False`` when in doubt: ``False`` means "run the
-  full validator", which words the error. So results and error messages are those of
-  ``jsonschema`` whichever way a call goes.
+  full validator" (``jsonschema`` with RE2 for patterns, :mod:`awf_mcp.core.schemacheck`),
+  which words the error. So results and error messages are the full validator's whichever
+  way a call goes.
 """
 
 from __future__ import annotations

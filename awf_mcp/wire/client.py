@@ -176,6 +176,11 @@ class _OfferingSession(ClientSession):
             }
         )
 
+    async def validate_tool_result(self, name: str, result: types.CallToolResult) -> None:
+        """Nothing: the call path checks structured content against the output schema, matching
+        patterns with RE2 off the event loop (:mod:`awf_mcp.core.schemacheck`); the SDK's own
+        check would run Python's backtracking ``re`` on the loop."""
+
 
 def _result_type(method: str, params: Mapping[str, Any]) -> type[BaseModel]:
     if method == "roots/list":

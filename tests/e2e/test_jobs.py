@@ -51,3 +51,28 @@ def test_no_background_job_outlives_the_server(tmp_path: Path, ending: str) -> N
         assert wait_until(lambda: not marked_pids(marker), 5), f"left running: {marked_pids(marker)}"
     finally:
         server.kill()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("client", "lines"), [(None, 3000), ("claude-code", 10_000)])
+async def test_bash_output_brings_every_line_once_at_the_clients_budget(
+    tmp_path: Path, client: str | None, lines: int
+) -> None:
+    import anyio
+
+    from tests.helpers.harness import mcp_session, text_of
+
+    budget = 40_000 if client else 10_000
+    async with mcp_session("--root", str(tmp_path), client_name=client) as session:
+        await session.call_tool("Bash", {"command": f"seq 1 {lines}", "run_in_background": True})
+        await anyio.sleep(0.5)
+        seen: list[str] = []
+        for _ in range(100):
+            page = await session.call_tool("BashOutput", {"job_id": "bash_1"})
+            text = text_of(page)
+            assert len(text.encode()) <= budget and not page.is_error, text[-300:]
+            if "--- stdout (new) ---\n" in text:
+                seen += text.split("--- stdout (new) ---\n", 1)[1].split("\n[awf-mcp:", 1)[0].split()
+            if "exited" in text.splitlines()[0] and "call BashOutput again" not in text:
+                break
+        assert seen == [str(n) for n in range(1, lines + 1)]

@@ -98,3 +98,42 @@ def test_structured_content_over_the_budget_becomes_an_error_that_says_why() -> 
     fitted = budget.fit_result(result, 2000)
     assert fitted.is_error
     assert "structured content" in fitted.content[0].text and "2,000" in fitted.content[0].text
+
+
+def test_every_field_of_every_item_counts_but_media_data() -> None:
+    fat = "y" * 5000
+    assert budget.content_size(ToolContent(type="text", text="ab", extra={"_meta": {"k": fat}})) > 5000
+    assert budget.content_size(ToolContent.of_resource("file:///a", text=fat)) > 5000
+    assert budget.content_size(ToolContent.of_resource("file:///a", blob=fat.encode())) > 5000
+    assert budget.content_size(ToolContent(type="resource_link", uri="u", name=fat)) > 5000
+    assert budget.content_size(ToolContent(type="image", data=fat, mime_type="image/png")) == 0
+
+
+def test_items_that_are_not_plain_text_are_cut_or_left_out_with_one_note() -> None:
+    fat = "".join(f"line {n}\n" for n in range(2000))
+    result = ToolResult(
+        content=[
+            ToolContent(type="text", text="kept", extra={"_meta": {"fat": fat}}),
+            ToolContent(type="resource_link", uri="file:///big", name="big", extra={"description": fat}),
+            ToolContent.of_resource("file:///r.txt", text=fat, mime_type="text/plain"),
+            ToolContent(type="image", data="AAAA", mime_type="image/png", extra={"annotations": {"x": fat}}),
+        ]
+    )
+    fitted = budget.fit_result(result, 2000)
+    kinds = [item.type for item in fitted.content]
+    assert kinds == ["text", "resource", "image", "text"]
+    assert sum(budget.content_size(item) for item in fitted.content) <= 2000
+    assert fitted.content[0] == ToolContent.of_text("kept")
+    resource = fitted.content[1]
+    assert resource.uri == "file:///r.txt" and resource.mime_type == "text/plain"
+    assert resource.text.endswith("\n") and fat.startswith(resource.text) and resource.text
+    assert fitted.content[2] == ToolContent(type="image", data="AAAA", mime_type="image/png")
+    last = fitted.content[-1].text
+    assert last.startswith("[awf-mcp: output cut to") and "left out: 1 resource_link item" in last
+    assert "dropped from 1 text item, 1 image item" in last
+
+
+def test_a_text_item_with_non_ascii_text_keeps_its_extra_fields() -> None:
+    item = ToolContent(type="text", text="caf\udce9", extra={"_meta": {"k": "v"}})
+    fitted = budget.fit_result(ToolResult(content=[item]), 1000)
+    assert fitted.content[0].extra == {"_meta": {"k": "v"}} and fitted.content[0].text == "caf\\xe9"

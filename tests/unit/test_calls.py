@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Mapping
@@ -13,7 +14,7 @@ import pytest
 from awf_mcp.core.calls import CANCELLED, CallRecord, ToolInvoker, describe_exception
 from awf_mcp.core.registry import RegisteredTool, Registry
 from awf_mcp.errors import UnknownToolError
-from awf_mcp.ports import ToolError, ToolResult, current_call
+from awf_mcp.ports import ToolDefinition, ToolError, ToolResult, current_call
 from tests.helpers.providers import AsyncProvider, StaticProvider, definition
 
 pytestmark = pytest.mark.anyio
@@ -188,3 +189,38 @@ async def test_progress_reported_just_before_returning_is_not_lost() -> None:
     for _ in range(20):
         await invoker.call("demo_a", {"text": "x"}, progress=sink)
     assert seen == ["last"] * 20
+
+
+async def test_structured_content_is_checked_against_the_output_schema() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "string", "pattern": "(a+)+$"}},
+        "required": ["n"],
+    }
+    answers = {
+        "demo_good": ToolResult(content=[], structured_content={"n": "aaa"}),
+        "demo_evil": ToolResult(content=[], structured_content={"n": "a" * 40 + "!"}),
+        "demo_none": ToolResult.text("no structure"),
+        "demo_failed": ToolResult.error("it failed"),
+    }
+    provider = StaticProvider(*(definition(name, output_schema=schema) for name in answers), answers=answers)
+    invoker = invoker_for(provider)
+    assert not (await invoker.call("demo_good", {"text": "x"})).is_error
+    evil = await invoker.call("demo_evil", {"text": "x"})
+    assert evil.is_error and "does not match its output schema: n: " in evil.content[0].text
+    missing = await invoker.call("demo_none", {"text": "x"})
+    assert missing.is_error and "returned no structured content" in missing.content[0].text
+    assert (await invoker.call("demo_failed", {"text": "x"})).content[0].text == "it failed"
+
+
+async def test_a_check_past_the_timeout_ends_the_call_before_the_tool_runs() -> None:
+    slow = {"type": "object", "properties": {"s": {"type": "string", "pattern": "[ab]*a[ab]{200}x"}}}
+    provider = StaticProvider(ToolDefinition(name="demo_a", description="slow", input_schema=slow))
+    halves = bytes(b"ab"[n & 1] for n in range(256))
+    value = random.Random(7).randbytes(4 << 20).translate(halves).decode()  # RE2 needs seconds here
+    result = await invoker_for(provider, timeout_seconds=0.2).call("demo_a", {"s": value})
+    assert (
+        result.is_error
+        and "could not be checked against its input schema within 0.2 s" in result.content[0].text
+    )
+    assert provider.calls == []
