@@ -80,16 +80,30 @@ def serve(ctx: typer.Context) -> None:
     serve_now(ctx.args)
 
 
-def _run(options: ServeOptions, work: Callable[[Any], Awaitable[T]]) -> T:
-    """Load the settings, start the runtime, ``await work(runtime)``, close it: one event loop."""
+EVERY_SERVER = "*"
+"""``_run``'s ``for_tool`` default: start every configured upstream server."""
+
+
+def _run(
+    options: ServeOptions, work: Callable[[Any], Awaitable[T]], for_tool: str | None = EVERY_SERVER
+) -> T:
+    """Load the settings, start the runtime, ``await work(runtime)``, close it: one event loop.
+
+    ``for_tool`` names the one tool the command needs: only the upstream servers that may
+    serve it are started (``None``: no upstream server).
+    """
     import anyio
 
     from awf_mcp.cli import runtime
     from awf_mcp.core import config
     from awf_mcp.core.observability import configure_logging
+    from awf_mcp.core.registry import serving
 
     configure_logging("WARNING")
     settings = config.load(options)
+    if for_tool != EVERY_SERVER:
+        settings = serving(settings, for_tool)
+    runtime.announce_servers(settings)
 
     async def run() -> T:
         async with runtime.open_runtime(settings) as rt:
@@ -183,19 +197,19 @@ def tools_call(
     async def call(rt: Any) -> Any:
         return await rt.invoker.call(name, parsed)
 
-    result = _run(options, call)
+    result = _run(options, call, for_tool=name)
     if json_output:
-        payload: dict[str, Any] = {
-            "is_error": result.is_error,
+        payload: dict[str, Any] = {  # the field names of MCP's CallToolResult
+            "isError": result.is_error,
             "content": [
                 {"type": c.type, "text": c.text}
                 if c.type == "text"
-                else {"type": c.type, "mime_type": c.mime_type, "data": c.data}
+                else {"type": c.type, "mimeType": c.mime_type, "data": c.data}
                 for c in result.content
             ],
         }
         if result.structured_content is not None:
-            payload["structured_content"] = result.structured_content
+            payload["structuredContent"] = result.structured_content
         print(json.dumps(payload, indent=2, sort_keys=True))
     else:
         from rich.console import Console
@@ -274,7 +288,8 @@ def client_config(
             for d in rt.registry.definitions()
         ]
 
-    tools = _run(options, served)
+    # Only --trust read-only needs the upstreams' annotations; else none is started.
+    tools = _run(options, served, for_tool=EVERY_SERVER if trust == "read-only" else None)
     text = clientconfig.configure(
         client,
         write_files=write,
@@ -369,9 +384,12 @@ def plugins_install(
     """Install a plugin into the plugin directory (what the single executable loads plugins from)."""
     from pathlib import Path
 
+    from awf_mcp.cli.runtime import say
     from awf_mcp.ops import installer
 
-    report = installer.install(spec, target=Path(target) if target else None, find_links=find_links or ())
+    report = installer.install(
+        spec, target=Path(target) if target else None, find_links=find_links or (), progress=say
+    )
     print(report.summary())
 
 

@@ -35,6 +35,7 @@ def _states(options: ServeOptions) -> list[dict[str, Any]]:
 
     settings = config.load(options)
     specs: dict[str, ServerSpec] = {spec.name: spec for spec in settings.servers}
+    runtime.announce_servers(settings)
 
     async def collect() -> list[dict[str, Any]]:
         records = await runtime.start_servers(settings)

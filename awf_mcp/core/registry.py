@@ -418,3 +418,35 @@ def build(records: Sequence[PluginRecord], settings: Settings) -> Registry:
         if isinstance(entry.provider, ChangingProvider):
             entry.provider.watch_tools(registry.refresh)
     return registry
+
+
+def serving(settings: Settings, tool: str | None) -> Settings:
+    """``settings`` with only the upstream servers that may serve tool ``tool`` (none for ``None``).
+
+    A command that calls one tool starts just the servers that may offer it: the one
+    whose name prefixes it (``<server>_<tool>``), and any whose tool ``[rename]`` turns
+    into ``tool``. The renames and ``plugin_tools`` entries of the servers left out go
+    with them (they would name tools nobody offers). Built-ins and plugins are
+    untouched: they start in-process, in milliseconds.
+    """
+    names = {spec.name for spec in settings.servers}
+
+    def server_of(key: str) -> str | None:
+        if key.startswith(SERVER_SOURCE_PREFIX):  # "<source>/<name>"
+            return key.removeprefix(SERVER_SOURCE_PREFIX).partition("/")[0]
+        prefix, underscore, _ = key.partition("_")
+        return prefix if underscore and prefix in names else None
+
+    wanted = set()
+    if tool is not None:
+        wanted |= {server_of(tool)} | {server_of(key) for key, new in settings.renames.items() if new == tool}
+    left_out = names - wanted
+    selections = settings.plugin_tools
+    return replace(
+        settings,
+        servers=tuple(spec for spec in settings.servers if spec.name in wanted),
+        renames={key: new for key, new in settings.renames.items() if server_of(key) not in left_out},
+        plugin_tools=None
+        if selections is None
+        else tuple(selection for selection in selections if selection.plugin not in left_out),
+    )
