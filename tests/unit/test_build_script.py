@@ -1,0 +1,114 @@
+"""scripts/build-binary.sh picks the Python the user named and checks it from outside the checkout.
+
+The script runs on a copy of the checkout's ``scripts/`` and ``awf_mcp/``, with a stand-in
+interpreter that writes down every call (its arguments and working directory) and then
+runs the real interpreter without site-packages (``-S``), where ``awf_mcp`` is importable
+only from the working directory. ``-m pip`` and ``-m PyInstaller`` are written down and not
+run: the PyInstaller build itself is CI's (``.ci/run``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+STAND_IN = """#!/bin/sh
+echo "$0|$PWD|$*" >> "{log}"
+case "$1 $2" in
+  "-m pip") exit 0 ;;
+  "-m PyInstaller") exit 9 ;;
+esac
+exec "{python}" -S "$@"
+"""
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    copy = tmp_path / "checkout"
+    (copy / "scripts").mkdir(parents=True)
+    shutil.copy(REPO / "scripts" / "build-binary.sh", copy / "scripts")
+    shutil.copytree(REPO / "awf_mcp", copy / "awf_mcp", ignore=shutil.ignore_patterns("__pycache__"))
+    return copy
+
+
+def stand_in(path: Path, log: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(STAND_IN.format(log=log, python=sys.executable))
+    path.chmod(0o755)
+    return path
+
+
+def build(checkout: Path, path_dir: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k not in {"PYTHON", "VIRTUAL_ENV", "PYTHONPATH"}}
+    environ["PATH"] = f"{path_dir}{os.pathsep}/usr/bin{os.pathsep}/bin"
+    environ.update(env)
+    return subprocess.run(
+        ["bash", "scripts/build-binary.sh"],
+        cwd=checkout,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def calls(log: Path) -> list[list[str]]:
+    return [line.split("|") for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def test_without_a_named_python_or_a_venv_it_says_what_to_do_and_installs_nothing(
+    checkout: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "calls.log"
+    stand_in(tmp_path / "bin" / "python3", log)
+    stand_in(tmp_path / "bin" / "python", log)
+    result = build(checkout, tmp_path / "bin")
+    assert result.returncode == 1
+    assert "python3 -m venv .venv && .venv/bin/pip install ." in result.stderr
+    assert "PYTHON=" in result.stderr
+    assert calls(log) == []  # not one call, let alone a pip install, to the python3 on PATH
+
+
+def test_the_checkouts_venv_is_used_and_awf_mcp_is_checked_from_outside_the_checkout(
+    checkout: Path, tmp_path: Path
+) -> None:
+    on_path, in_venv = tmp_path / "path.log", tmp_path / "venv.log"
+    stand_in(tmp_path / "bin" / "python3", on_path)
+    venv_python = stand_in(checkout / ".venv" / "bin" / "python", in_venv)
+    result = build(checkout, tmp_path / "bin")
+    assert result.returncode == 9, result.stderr  # the stand-in's PyInstaller
+    assert calls(on_path) == []
+    made = calls(in_venv)
+    assert {program for program, _, _ in made} == {str(venv_python)}
+    pip_installs = [args for _, _, args in made if args.startswith("-m pip install")]
+    # awf_mcp is importable from the checkout's directory only: that does not count as installed.
+    assert any(args.endswith(" -e .") for args in pip_installs), made
+    imports = [cwd for _, cwd, args in made if args.startswith("-c import awf_mcp")]
+    assert imports and all(cwd == "/" for cwd in imports)
+    assert f"building with {venv_python}" in result.stdout
+
+
+def test_a_relative_python_named_by_the_user_is_taken_from_where_they_stand(
+    checkout: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "named.log"
+    named = stand_in(tmp_path / "elsewhere" / "py", log)
+    environ = {k: v for k, v in os.environ.items() if k not in {"PYTHON", "VIRTUAL_ENV", "PYTHONPATH"}}
+    environ["PYTHON"] = "elsewhere/py"
+    result = subprocess.run(
+        ["bash", str(checkout / "scripts" / "build-binary.sh")],
+        cwd=tmp_path,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 9, result.stderr
+    assert {program for program, _, _ in calls(log)} == {str(named)}
