@@ -1,10 +1,12 @@
-"""scripts/build-binary.sh picks the Python the user named and checks it from outside the checkout.
+"""The scripts install only into the Python they were told to use.
 
-The script runs on a copy of the checkout's ``scripts/`` and ``awf_mcp/``, with a stand-in
-interpreter that writes down every call (its arguments and working directory) and then
-runs the real interpreter without site-packages (``-S``), where ``awf_mcp`` is importable
-only from the working directory. ``-m pip`` and ``-m PyInstaller`` are written down and not
-run: the PyInstaller build itself is CI's (``.ci/run``).
+``scripts/build-binary.sh`` picks the Python the user named and checks it from outside the
+checkout; ``tests/run.sh`` installs into a venv of the tests' own, never the product's
+``.venv``. Each runs on a copy of the checkout's files, with a stand-in interpreter that
+writes down every call (its arguments and working directory) and then runs the real
+interpreter without site-packages (``-S``), where ``awf_mcp`` is importable only from the
+working directory. ``-m pip``, ``-m pytest`` and ``-m PyInstaller`` are written down and
+not run (the build itself is CI's, ``.ci/run``); ``-m venv DIR`` puts a stand-in in DIR.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ REPO = Path(__file__).resolve().parents[2]
 STAND_IN = """#!/bin/sh
 echo "$0|$PWD|$*" >> "{log}"
 case "$1 $2" in
-  "-m pip") exit 0 ;;
+  "-m pip" | "-m pytest") exit 0 ;;
+  "-m venv") mkdir -p "$3/bin" && cp "$0" "$3/bin/python" && exit 0 ;;
   "-m PyInstaller") exit 9 ;;
 esac
 exec "{python}" -S "$@"
@@ -33,7 +36,9 @@ exec "{python}" -S "$@"
 def checkout(tmp_path: Path) -> Path:
     copy = tmp_path / "checkout"
     (copy / "scripts").mkdir(parents=True)
+    (copy / "tests").mkdir()
     shutil.copy(REPO / "scripts" / "build-binary.sh", copy / "scripts")
+    shutil.copy(REPO / "tests" / "run.sh", copy / "tests")
     shutil.copytree(REPO / "awf_mcp", copy / "awf_mcp", ignore=shutil.ignore_patterns("__pycache__"))
     return copy
 
@@ -112,3 +117,33 @@ def test_a_relative_python_named_by_the_user_is_taken_from_where_they_stand(
     )
     assert result.returncode == 9, result.stderr
     assert {program for program, _, _ in calls(log)} == {str(named)}
+
+
+def test_the_test_command_installs_into_a_venv_of_its_own_and_leaves_the_products_alone(
+    checkout: Path, tmp_path: Path
+) -> None:
+    product, tests = tmp_path / "product.log", tmp_path / "tests.log"
+    stand_in(checkout / ".venv" / "bin" / "python", product)
+    base = stand_in(tmp_path / "bin" / "python3", tests)
+    environ = {k: v for k, v in os.environ.items() if k not in {"PYTHON", "VIRTUAL_ENV", "AWF_MCP_VENV"}}
+    tools = tmp_path / "tools"  # what the script runs, but no npm: the Node.js tools are skipped
+    tools.mkdir()
+    for tool in ("bash", "sh", "dirname", "mkdir", "cp"):
+        (tools / tool).symlink_to(shutil.which(tool) or tool)
+    environ["PATH"] = f"{tmp_path / 'bin'}{os.pathsep}{tools}"
+    result = subprocess.run(
+        ["bash", "tests/run.sh", "-k", "x"],
+        cwd=checkout,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert calls(product) == []
+    made = calls(tests)
+    venv_python = checkout / ".venv-test" / "bin" / "python"
+    assert made[0][0] == str(base) and made[0][2] == "-m venv .venv-test"
+    assert {program for program, _, _ in made[1:]} == {".venv-test/bin/python"}
+    assert venv_python.exists()
+    assert made[-1][2] == "-m pytest -k x"
