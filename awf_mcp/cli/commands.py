@@ -1,7 +1,13 @@
 """The ``awf-mcp`` command line (Typer).
 
-Commands: ``serve``, ``tools list``, ``tools call``, ``config CLIENT``, ``plugins
-list|install|uninstall``, ``plugin init``, ``servers list|import`` and ``--version``.
+Commands: ``serve`` (its help only), ``tools list``, ``tools call``, ``config CLIENT``,
+``plugins list|install|uninstall|init`` (``plugin init``, the old name, is a hidden alias),
+``servers list|import``, ``doctor``, ``--version`` and shell completion. :func:`run` shows
+every help as git or gh do (no Python type labels, ``-h`` too).
+
+A command starts only the upstream servers it needs (``_run``): ``tools call`` the ones that
+may serve its tool (:func:`awf_mcp.core.registry.serving`), ``config`` none unless
+``--trust read-only`` needs their annotations; starting them is announced on stderr.
 This module parses arguments and prints (rich tables for people, stable JSON for
 scripts); the work is done by :mod:`awf_mcp.cli.runtime` (and
 :mod:`awf_mcp.ops.clientconfig`, :mod:`awf_mcp.ops.installer`,
@@ -22,21 +28,25 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
 import typer
+import typer.main
+from typer.core import TyperArgument, TyperOption
 
 from awf_mcp import __version__
 from awf_mcp.cli.doctor import doctor_command
-from awf_mcp.cli.options import SERVE_DESCRIPTION, with_options
+from awf_mcp.cli.options import SERVE_DESCRIPTION, with_options, with_serve_options
 from awf_mcp.cli.servers import servers_app
 from awf_mcp.core.config import ServeOptions
 from awf_mcp.errors import UserError
 from awf_mcp.ports import MAX_TOOL_NAME_LENGTH, client_tool_name
 
+HELP_OPTIONS = ["-h", "--help"]
+
 app = typer.Typer(
     name="awf-mcp",
     help="A plugin-driven MCP tool server for AI coding agents.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": HELP_OPTIONS},
 )
 tools_app = typer.Typer(help="Inspect and run the tools an agent will get.", no_args_is_help=True)
 plugins_app = typer.Typer(help="List, install and uninstall plugins.", no_args_is_help=True)
@@ -50,9 +60,39 @@ T = TypeVar("T")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print stable JSON for scripts.")]
 
 
+def version_report() -> str:
+    """What ``--version`` prints: awf-mcp's version first (alone on its line), then what it runs on."""
+    import platform
+    from importlib import metadata
+    from pathlib import Path
+
+    import awf_mcp
+
+    try:
+        sdk = metadata.version("mcp")
+    except metadata.PackageNotFoundError:
+        sdk = "unknown"
+    lines = [
+        f"awf-mcp {__version__}",
+        f"MCP Python SDK (mcp) {sdk}",
+        f"Python {platform.python_version()} ({sys.executable})",
+        f"installed in {Path(awf_mcp.__file__).parent}",
+    ]
+    if getattr(sys, "frozen", False):
+        kind = (
+            "one-directory"
+            if Path(awf_mcp.__file__).is_relative_to(Path(sys.executable).parent)
+            else "one-file"
+        )
+        lines.append(
+            f"build: {kind} single executable (PyInstaller), {platform.system()} {platform.machine()}"
+        )
+    return "\n".join(lines)
+
+
 def _version_callback(value: bool) -> None:
     if value:
-        print(f"awf-mcp {__version__}")
+        print(version_report())
         raise typer.Exit(0)
 
 
@@ -61,23 +101,22 @@ def root_callback(
     version: Annotated[
         bool,
         typer.Option(
-            "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
+            "--version",
+            callback=_version_callback,
+            is_eager=True,
+            help="Print the version, the MCP SDK's and Python's, and where awf-mcp is installed.",
         ),
     ] = False,
 ) -> None:
     """A plugin-driven MCP tool server for AI coding agents."""
 
 
-@app.command(
-    help=SERVE_DESCRIPTION + " Options: `awf-mcp serve --help`.",
-    add_help_option=False,
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-)
-def serve(ctx: typer.Context) -> None:
-    """Forwarded to :func:`awf_mcp.cli.main.serve`, whose parser :mod:`awf_mcp.cli.options` generates."""
-    from awf_mcp.cli.main import serve as serve_now
-
-    serve_now(ctx.args)
+@app.command("serve", help=SERVE_DESCRIPTION)
+@with_serve_options
+def serve() -> None:
+    """Its help only: :func:`awf_mcp.cli.main.main` runs ``serve`` itself, without Typer, and hands
+    ``serve --help`` here, so that the help looks like every other command's."""
+    raise UserError("serve runs from the awf-mcp entry point: awf-mcp serve [OPTIONS]")
 
 
 EVERY_SERVER = "*"
@@ -175,7 +214,9 @@ def tools_list(
 
 
 @tools_app.command("call")
-@with_options("roots", "no_builtins", "config", "strict", "call_timeout_seconds", "output_budget")
+@with_options(
+    "roots", "no_builtins", "only", "exclude", "config", "strict", "call_timeout_seconds", "output_budget"
+)
 def tools_call(
     name: Annotated[str, typer.Argument(help="Tool name, as in `awf-mcp tools list`.")],
     arguments: Annotated[str, typer.Argument(help="Arguments as a JSON object.")] = "{}",
@@ -347,16 +388,14 @@ def plugins_list(json_output: JsonOpt = False, *, options: ServeOptions) -> None
     Console().print(table)
 
 
-plugin_app = typer.Typer(help="Write a new plugin.", no_args_is_help=True)
-app.add_typer(plugin_app, name="plugin")
+PluginName = Annotated[str, typer.Argument(help="Plugin name: lowercase letters, digits and '_'.")]
+PluginDir = Annotated[str, typer.Option("--dir", metavar="DIR", help="Where to create awf-plugin-NAME/.")]
 
 
-@plugin_app.command("init")
-def plugin_init(
-    name: Annotated[str, typer.Argument(help="Plugin name: lowercase letters, digits and '_'.")],
-    directory: Annotated[str, typer.Option("--dir", help="Where to create awf-plugin-NAME/.")] = ".",
-) -> None:
+@plugins_app.command("init")
+def plugins_init(name: PluginName, directory: PluginDir = ".") -> None:
     """Scaffold a plugin distribution that installs with pip and passes its own test."""
+    import shlex
     from pathlib import Path
 
     from awf_mcp.ops.scaffold import ScaffoldError, scaffold_plugin
@@ -366,7 +405,20 @@ def plugin_init(
     except ScaffoldError as exc:
         raise UserError(str(exc)) from None
     print(created)
-    print(f"next: pip install -e {created} && awf-mcp tools list", file=sys.stderr)
+    # The pip of the Python awf-mcp runs on: a bare `pip` may be another Python's.
+    install = shlex.join([sys.executable, "-m", "pip", "install", "-e", str(created)])
+    print(f"next: {install} && awf-mcp tools list", file=sys.stderr)
+
+
+plugin_app = typer.Typer(help="The old name of `plugins init`.", no_args_is_help=True)
+app.add_typer(plugin_app, name="plugin", hidden=True)
+
+
+@plugin_app.command("init")
+def plugin_init(name: PluginName, directory: PluginDir = ".") -> None:
+    """The old name of `awf-mcp plugins init`; it still works."""
+    print("awf-mcp: `plugin init` is now `plugins init`", file=sys.stderr)
+    plugins_init(name, directory)
 
 
 @plugins_app.command("install")
@@ -375,10 +427,11 @@ def plugins_install(
         str, typer.Argument(help="A requirement (awf-plugin-echo==1.0), a source directory or a wheel.")
     ],
     target: Annotated[
-        str | None, typer.Option("--target", help="Plugin directory (default: the first one).")
+        str | None, typer.Option("--target", metavar="DIR", help="Plugin directory (default: the first one).")
     ] = None,
     find_links: Annotated[
-        list[str] | None, typer.Option("--find-links", help="Extra place to look for wheels (repeatable).")
+        list[str] | None,
+        typer.Option("--find-links", metavar="URL|DIR", help="Extra place to look for wheels (repeatable)."),
     ] = None,
 ) -> None:
     """Install a plugin into the plugin directory (what the single executable loads plugins from)."""
@@ -397,7 +450,7 @@ def plugins_install(
 def plugins_uninstall(
     name: Annotated[str, typer.Argument(help="Plugin or distribution name.")],
     target: Annotated[
-        str | None, typer.Option("--target", help="Plugin directory (default: the first one).")
+        str | None, typer.Option("--target", metavar="DIR", help="Plugin directory (default: the first one).")
     ] = None,
 ) -> None:
     """Remove a plugin installed with `awf-mcp plugins install`, and what only it needed."""
@@ -407,3 +460,38 @@ def plugins_uninstall(
 
     removed = installer.uninstall(name, target=Path(target) if target else None)
     print("removed: " + ", ".join(removed))
+
+
+class _PlainArgument(TyperArgument):
+    """An argument shown as ``NAME`` (``[NAME]`` when optional), without a type label."""
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return None
+
+    def get_usage_pieces(self, ctx: Any) -> list[str]:
+        return [self.display_name_raw if self.required else f"[{self.display_name_raw}]"]
+
+
+def _plain_help(command: Any) -> None:
+    """Show the help as git, pip or gh do: ``--json``, ``--target DIR``, ``NAME``.
+
+    Typer labels every parameter with its Python type (``<bool>``, ``<list[str]>``,
+    ``{name}``). A switch gets no label; an option without a metavar is labelled with
+    its name in capitals; an argument is named in capitals, without a type.
+    """
+    help_option = command.get_help_option(typer.Context(command, help_option_names=HELP_OPTIONS))
+    for param in [*command.params, *([help_option] if help_option is not None else [])]:
+        if isinstance(param, TyperArgument):
+            param.metavar = param.metavar or param.name.upper()
+            param.__class__ = _PlainArgument
+        elif isinstance(param, TyperOption) and param.metavar is None:
+            param.metavar = "" if param.is_flag else param.name.upper()
+    for sub in getattr(command, "commands", {}).values():
+        _plain_help(sub)
+
+
+def run(args: list[str]) -> None:
+    """Run the command line ``awf-mcp ARGS...`` (``serve`` only for its ``--help``)."""
+    command = typer.main.get_command(app)
+    _plain_help(command)
+    command(args=args, prog_name="awf-mcp")

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import itertools
 import json
 import logging
 import math
@@ -53,7 +54,7 @@ from awf_mcp.core.observability import (
 from awf_mcp.core.quickcheck import QuickCheck, quick_check
 from awf_mcp.core.registry import RegisteredTool, Registry
 from awf_mcp.core.roots import ClientRoots
-from awf_mcp.errors import describe_exception
+from awf_mcp.errors import describe_exception, did_you_mean
 from awf_mcp.ports import (
     NO_CLIENT,
     AskUser,
@@ -124,6 +125,23 @@ def _error_text(result: ToolResult) -> str | None:
     if not result.is_error:
         return None
     return " ".join(c.text for c in result.content if c.type == "text")
+
+
+def unknown_arguments(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> str:
+    """``"; unknown argument 'pathh' (did you mean 'path'?)"`` for keys the schema does not name, or ``""``.
+
+    Told beside the validation error, whatever it is: a mistyped key usually also leaves a
+    required one missing, and "'path' is a required property" alone does not say why.
+    """
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return ""
+    unknown = [str(key) for key in itertools.islice((k for k in arguments if k not in properties), 5)]
+    notes = []
+    for key in unknown:
+        hint = did_you_mean(key, [str(name) for name in properties])
+        notes.append(f"unknown argument {key[:100]!r}" + (f" ({hint})" if hint else ""))
+    return "".join(f"; {note}" for note in notes)
 
 
 class ToolInvoker:
@@ -239,7 +257,8 @@ class ToolInvoker:
             return None
         error = errors[0]
         where = ".".join(str(part) for part in error.path)
-        return f"{where}: {error.message}" if where else str(error.message)
+        problem = f"{where}: {error.message}" if where else str(error.message)
+        return problem + unknown_arguments(definition.input_schema, arguments)
 
     async def _run(self, run: _Run, progress: ProgressSink | None, budget: int) -> ToolResult:
         tool = run.tool

@@ -49,7 +49,7 @@ from typing import Any, Protocol, runtime_checkable
 from awf_mcp.core.config import PROXY_CODE, Settings
 from awf_mcp.core.plugins import PluginRecord
 from awf_mcp.core.servers import SOURCE_PREFIX as SERVER_SOURCE_PREFIX
-from awf_mcp.errors import ConfigError, PluginError, ToolNameError, UnknownToolError
+from awf_mcp.errors import ConfigError, PluginError, ToolNameError, UnknownToolError, did_you_mean
 from awf_mcp.ports import (
     BUILTIN_SOURCE,
     MAX_TOOL_NAME_LENGTH,
@@ -133,9 +133,8 @@ class Registry:
         try:
             return by_name[name]
         except KeyError:
-            close = fnmatch.filter(by_name, f"*{name[:3]}*") if name else []
-            hint = f"; did you mean {', '.join(close[:3])}?" if close else ""
-            raise UnknownToolError(f"unknown tool '{name}'{hint}") from None
+            hint = did_you_mean(name, by_name)
+            raise UnknownToolError(f"unknown tool '{name}'" + (f"; {hint}" if hint else "")) from None
 
     @property
     def can_change(self) -> bool:
