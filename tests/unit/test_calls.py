@@ -188,3 +188,15 @@ async def test_progress_reported_just_before_returning_is_not_lost() -> None:
     for _ in range(20):
         await invoker.call("demo_a", {"text": "x"}, progress=sink)
     assert seen == ["last"] * 20
+
+
+def test_unknown_arguments_are_named_within_bounds() -> None:
+    from awf_mcp.core.calls import unknown_arguments
+
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+    assert unknown_arguments(schema, {"pathh": 1}) == "; unknown argument 'pathh' (did you mean 'path'?)"
+    assert unknown_arguments(schema, {"path": 1}) == ""
+    assert unknown_arguments({"type": "object"}, {"x": 1}) == ""
+    flood = {"p" * 1_000_000: 0} | {f"k{i}": i for i in range(10_000)}
+    note = unknown_arguments(schema, flood)
+    assert note.count("unknown argument") == 5 and len(note.encode()) < 1_000
