@@ -406,7 +406,7 @@ def plugins_init(name: PluginName, directory: PluginDir = ".") -> None:
         raise UserError(str(exc)) from None
     print(created)
     # The pip of the Python awf-mcp runs on: a bare `pip` may be another Python's.
-    install = shlex.join([sys.executable, "-m", "pip", "install", "-e", str(created)])
+    install = shlex.join([sys.executable, "-m", "pip", "install", "-e", str(created.absolute())])
     print(f"next: {install} && awf-mcp tools list", file=sys.stderr)
 
 
