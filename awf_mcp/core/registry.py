@@ -134,7 +134,8 @@ class Registry:
             return by_name[name]
         except KeyError:
             hint = did_you_mean(name, by_name)
-            raise UnknownToolError(f"unknown tool '{name}'" + (f"; {hint}" if hint else "")) from None
+            shown = name if len(name) <= 100 else f"{name[:100]}..."
+            raise UnknownToolError(f"unknown tool '{shown}'" + (f"; {hint}" if hint else "")) from None
 
     @property
     def can_change(self) -> bool:
