@@ -405,8 +405,13 @@ def plugins_init(name: PluginName, directory: PluginDir = ".") -> None:
     except ScaffoldError as exc:
         raise UserError(str(exc)) from None
     print(created)
-    # The pip of the Python awf-mcp runs on: a bare `pip` may be another Python's.
-    install = shlex.join([sys.executable, "-m", "pip", "install", "-e", str(created.absolute())])
+    # The pip of the Python awf-mcp runs on (a bare `pip` may be another Python's); the single
+    # executable has no pip, and loads plugins from its plugin directory.
+    path = str(created.absolute())
+    if getattr(sys, "frozen", False):
+        install = shlex.join([sys.executable, "plugins", "install", path])
+    else:
+        install = shlex.join([sys.executable, "-m", "pip", "install", "-e", path])
     print(f"next: {install} && awf-mcp tools list", file=sys.stderr)
 
 
