@@ -102,3 +102,11 @@ def test_tools_list_starts_every_server_and_says_so(configured: tuple[Path, str]
     assert {"alpha_wait", "beta_wait", "alpha_huge"} <= names
     assert sorted(started(directory)) == ["alpha", "beta"]
     assert "awf-mcp: starting 2 upstream servers (alpha, beta)" in result.stderr
+
+
+def test_servers_list_and_doctor_say_what_they_are_doing(configured: tuple[Path, str]) -> None:
+    directory, config = configured
+    listed = run(directory, "servers", "list", "--config", config)
+    assert "awf-mcp: starting 2 upstream servers (alpha, beta)" in listed.stderr
+    checked = run(directory, "doctor", "--config", config)
+    assert checked.stderr.startswith("awf-mcp: checking the clients' awf entries")
