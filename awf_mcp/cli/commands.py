@@ -72,13 +72,14 @@ def version_report() -> str:
         sdk = metadata.version("mcp")
     except metadata.PackageNotFoundError:
         sdk = "unknown"
+    frozen = getattr(sys, "frozen", False)
     lines = [
         f"awf-mcp {__version__}",
         f"MCP Python SDK (mcp) {sdk}",
-        f"Python {platform.python_version()} ({sys.executable})",
-        f"installed in {Path(awf_mcp.__file__).parent}",
+        f"Python {platform.python_version()} ({'bundled' if frozen else sys.executable})",
+        f"installed in {sys.executable if frozen else Path(awf_mcp.__file__).parent}",
     ]
-    if getattr(sys, "frozen", False):
+    if frozen:
         kind = (
             "one-directory"
             if Path(awf_mcp.__file__).is_relative_to(Path(sys.executable).parent)
