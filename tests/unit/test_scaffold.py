@@ -145,52 +145,30 @@ def test_scaffold_error_is_a_value_error() -> None:
     assert issubclass(ScaffoldError, ValueError)
 
 
+def awf(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(server_command(*args), capture_output=True, text=True, env=server_env(), timeout=60)
+
+
 def test_plugins_init_command_writes_the_distribution(tmp_path: Path) -> None:
-    done = subprocess.run(
-        server_command("plugins", "init", "from_cli", "--dir", str(tmp_path)),
-        capture_output=True,
-        text=True,
-        env=server_env(),
-        timeout=60,
-    )
+    done = awf("plugins", "init", "from_cli", "--dir", str(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "awf-plugin-from_cli" / "awf_plugin_from_cli" / "__init__.py").is_file()
-    again = subprocess.run(
-        server_command("plugins", "init", "from_cli", "--dir", str(tmp_path)),
-        capture_output=True,
-        text=True,
-        env=server_env(),
-        timeout=60,
-    )
+    again = awf("plugins", "init", "from_cli", "--dir", str(tmp_path))
     assert again.returncode == 1
     assert "already exists" in again.stderr
 
 
 def test_the_old_plugin_init_still_works_and_names_the_new_command(tmp_path: Path) -> None:
-    done = subprocess.run(
-        server_command("plugin", "init", "old_name", "--dir", str(tmp_path)),
-        capture_output=True,
-        text=True,
-        env=server_env(),
-        timeout=60,
-    )
+    done = awf("plugin", "init", "old_name", "--dir", str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert "`plugin init` is now `plugins init`" in done.stderr
     assert (tmp_path / "awf-plugin-old_name").is_dir()
-    listed = subprocess.run(
-        server_command("--help"), capture_output=True, text=True, env=server_env(), timeout=60
-    )
+    listed = awf("--help")
     assert " plugin " not in listed.stdout  # one group, plugins, in the help
 
 
 def test_the_next_step_names_the_pip_of_the_python_awf_mcp_runs_on(tmp_path: Path) -> None:
-    done = subprocess.run(
-        server_command("plugins", "init", "nextstep", "--dir", str(tmp_path)),
-        capture_output=True,
-        text=True,
-        env=server_env(),
-        timeout=60,
-    )
+    done = awf("plugins", "init", "nextstep", "--dir", str(tmp_path))
     assert done.returncode == 0, done.stderr
     created = tmp_path / "awf-plugin-nextstep"
     assert f"next: {sys.executable} -m pip install -e {created} && awf-mcp tools list" in done.stderr

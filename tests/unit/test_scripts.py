@@ -50,17 +50,18 @@ def stand_in(path: Path, log: Path) -> Path:
     return path
 
 
-def build(checkout: Path, path_dir: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if k not in {"PYTHON", "VIRTUAL_ENV", "PYTHONPATH"}}
-    environ["PATH"] = f"{path_dir}{os.pathsep}/usr/bin{os.pathsep}/bin"
-    environ.update(env)
+def script(path: str | Path, *args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run a bash script with nothing activated: no PYTHON, VIRTUAL_ENV, PYTHONPATH or AWF_MCP_VENV."""
+    unset = {"PYTHON", "VIRTUAL_ENV", "PYTHONPATH", "AWF_MCP_VENV"}
+    environ = {k: v for k, v in os.environ.items() if k not in unset} | env
     return subprocess.run(
-        ["bash", "scripts/build-binary.sh"],
-        cwd=checkout,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=60,
+        ["bash", str(path), *args], cwd=cwd, env=environ, capture_output=True, text=True, timeout=60
+    )
+
+
+def build(checkout: Path, path_dir: Path) -> subprocess.CompletedProcess[str]:
+    return script(
+        "scripts/build-binary.sh", cwd=checkout, PATH=f"{path_dir}{os.pathsep}/usr/bin{os.pathsep}/bin"
     )
 
 
@@ -105,16 +106,7 @@ def test_a_relative_python_named_by_the_user_is_taken_from_where_they_stand(
 ) -> None:
     log = tmp_path / "named.log"
     named = stand_in(tmp_path / "elsewhere" / "py", log)
-    environ = {k: v for k, v in os.environ.items() if k not in {"PYTHON", "VIRTUAL_ENV", "PYTHONPATH"}}
-    environ["PYTHON"] = "elsewhere/py"
-    result = subprocess.run(
-        ["bash", str(checkout / "scripts" / "build-binary.sh")],
-        cwd=tmp_path,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = script(checkout / "scripts" / "build-binary.sh", cwd=tmp_path, PYTHON="elsewhere/py")
     assert result.returncode == 9, result.stderr
     assert {program for program, _, _ in calls(log)} == {str(named)}
 
@@ -125,20 +117,11 @@ def test_the_test_command_installs_into_a_venv_of_its_own_and_leaves_the_product
     product, tests = tmp_path / "product.log", tmp_path / "tests.log"
     stand_in(checkout / ".venv" / "bin" / "python", product)
     base = stand_in(tmp_path / "bin" / "python3", tests)
-    environ = {k: v for k, v in os.environ.items() if k not in {"PYTHON", "VIRTUAL_ENV", "AWF_MCP_VENV"}}
     tools = tmp_path / "tools"  # what the script runs, but no npm: the Node.js tools are skipped
     tools.mkdir()
     for tool in ("bash", "sh", "dirname", "mkdir", "cp"):
         (tools / tool).symlink_to(shutil.which(tool) or tool)
-    environ["PATH"] = f"{tmp_path / 'bin'}{os.pathsep}{tools}"
-    result = subprocess.run(
-        ["bash", "tests/run.sh", "-k", "x"],
-        cwd=checkout,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = script("tests/run.sh", "-k", "x", cwd=checkout, PATH=f"{tmp_path / 'bin'}{os.pathsep}{tools}")
     assert result.returncode == 0, result.stderr
     assert calls(product) == []
     made = calls(tests)
