@@ -75,7 +75,8 @@ def test_shell_completion_completes_commands(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["init", "install"]
-    script = awf("--show-completion", cwd=tmp_path, SHELL="/bin/bash")
+    # Typer names the shell from the process tree; its switch for tests takes the name instead.
+    script = awf("--show-completion", "bash", cwd=tmp_path, _TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION="1")
     assert script.returncode == 0 and "_AWF_MCP_COMPLETE" in script.stdout
 
 
