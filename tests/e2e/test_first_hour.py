@@ -66,8 +66,6 @@ def newcomer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Newcomer]:
         if key not in {"PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME"} and not key.startswith("AWF_MCP_")
     }
     env["XDG_DATA_HOME"] = str(base / "data")  # no plugin directory of the real user
-    env["HOME"] = str(base / "home")
-    (base / "home").mkdir()
     clone = base / "awf-mcp"
     subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True, timeout=120, env=env)
     command = readme_command((clone / "README.md").read_text(), "python3 -m venv")
