@@ -16,6 +16,8 @@ Each carries one sentence: what was wrong, which input, what to do. An optional
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class AwfError(Exception):
     """Base of every error awf-mcp reports to a user; ``str()`` is the sentence to print."""
@@ -78,3 +80,20 @@ def describe_exception(exc: BaseException) -> str:
     text = str(exc).strip()
     first = text.splitlines()[0] if text else ""
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+MAX_GUESSED_LENGTH = 200
+"""Characters of a mistyped word, and longest choice, that :func:`did_you_mean` compares."""
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``"did you mean 'X'?"`` for the choices closest to a mistyped ``word`` (up to three), or ``""``."""
+    import difflib
+
+    word = word[:MAX_GUESSED_LENGTH]  # difflib's time grows with the product of the lengths
+    choices = [choice for choice in choices if len(choice) <= MAX_GUESSED_LENGTH]
+    close = difflib.get_close_matches(word, choices, n=3, cutoff=0.6)
+    if not close:  # a different case, or a fragment: "read", "current_time"
+        lowered = word.lower()
+        close = [c for c in choices if lowered and (lowered == c.lower() or lowered in c.lower())][:3]
+    return f"did you mean {' or '.join(repr(c) for c in close)}?" if close else ""

@@ -2,8 +2,8 @@
 
 Run from the repository root with the project's virtualenv (``tests/run.sh`` creates it)::
 
-    .venv/bin/python bench/run.py            # full run, about 4-5 minutes on 2 cores (+ the Grep tree, once)
-    .venv/bin/python bench/run.py --quick    # smaller workloads and 3 runs, about 2 minutes
+    .venv-test/bin/python bench/run.py            # full run, about 4-5 minutes on 2 cores (+ the Grep tree, once)
+    .venv-test/bin/python bench/run.py --quick    # smaller workloads and 3 runs, about 2 minutes
 
 ``--only startup,exit`` runs a subset; ``--json OUT`` moves the results (default
 ``bench/results/latest.json``, git-ignored); ``--markdown`` also prints the tables as

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Install awf-mcp with its test extra, the test-only and example plugins, into .venv; run pytest.
+# Install awf-mcp with its test extra, the test-only and example plugins, into a venv of the
+# tests' own, .venv-test; run pytest. The product's .venv (the quick start) is left as it was:
+# the test plugins never reach the tools an agent gets.
 # Usage: bash tests/run.sh [pytest args...]     (AWF_MCP_VENV overrides the venv location)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-venv="${AWF_MCP_VENV:-.venv}"
+venv="${AWF_MCP_VENV:-.venv-test}"
 python="${PYTHON:-python3}"
 if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"

@@ -1,7 +1,13 @@
 """The ``awf-mcp`` command line (Typer).
 
-Commands: ``serve``, ``tools list``, ``tools call``, ``config CLIENT``, ``plugins
-list|install|uninstall``, ``plugin init``, ``servers list|import`` and ``--version``.
+Commands: ``serve`` (its help only), ``tools list``, ``tools call``, ``config CLIENT``,
+``plugins list|install|uninstall|init`` (``plugin init``, the old name, is a hidden alias),
+``servers list|import``, ``doctor``, ``--version`` and shell completion. :func:`run` shows
+every help as git or gh do (no Python type labels, ``-h`` too).
+
+A command starts only the upstream servers it needs (``_run``): ``tools call`` the ones that
+may serve its tool (:func:`awf_mcp.core.registry.serving`), ``config`` none unless
+``--trust read-only`` needs their annotations; starting them is announced on stderr.
 This module parses arguments and prints (rich tables for people, stable JSON for
 scripts); the work is done by :mod:`awf_mcp.cli.runtime` (and
 :mod:`awf_mcp.ops.clientconfig`, :mod:`awf_mcp.ops.installer`,
@@ -23,22 +29,26 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
 import typer
+import typer.main
+from typer.core import TyperArgument, TyperOption
 
 from awf_mcp import __version__
 from awf_mcp.cli.doctor import doctor_command
-from awf_mcp.cli.options import SERVE_DESCRIPTION, with_options
+from awf_mcp.cli.options import SERVE_DESCRIPTION, with_options, with_serve_options
 from awf_mcp.cli.servers import servers_app
 from awf_mcp.cli.trust import approve_at_users_command, trust_command
 from awf_mcp.core.config import ServeOptions
 from awf_mcp.errors import UserError
 from awf_mcp.ports import MAX_TOOL_NAME_LENGTH, client_tool_name
 
+HELP_OPTIONS = ["-h", "--help"]
+
 app = typer.Typer(
     name="awf-mcp",
     help="A plugin-driven MCP tool server for AI coding agents.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": HELP_OPTIONS},
 )
 tools_app = typer.Typer(help="Inspect and run the tools an agent will get.", no_args_is_help=True)
 plugins_app = typer.Typer(help="List, install and uninstall plugins.", no_args_is_help=True)
@@ -53,9 +63,40 @@ T = TypeVar("T")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print stable JSON for scripts.")]
 
 
+def version_report() -> str:
+    """What ``--version`` prints: awf-mcp's version first (alone on its line), then what it runs on."""
+    import platform
+    from importlib import metadata
+    from pathlib import Path
+
+    import awf_mcp
+
+    try:
+        sdk = metadata.version("mcp")
+    except metadata.PackageNotFoundError:
+        sdk = "unknown"
+    frozen = getattr(sys, "frozen", False)
+    lines = [
+        f"awf-mcp {__version__}",
+        f"MCP Python SDK (mcp) {sdk}",
+        f"Python {platform.python_version()} ({'bundled' if frozen else sys.executable})",
+        f"installed in {sys.executable if frozen else Path(awf_mcp.__file__).parent}",
+    ]
+    if frozen:
+        kind = (
+            "one-directory"
+            if Path(awf_mcp.__file__).is_relative_to(Path(sys.executable).parent)
+            else "one-file"
+        )
+        lines.append(
+            f"build: {kind} single executable (PyInstaller), {platform.system()} {platform.machine()}"
+        )
+    return "\n".join(lines)
+
+
 def _version_callback(value: bool) -> None:
     if value:
-        print(f"awf-mcp {__version__}")
+        print(version_report())
         raise typer.Exit(0)
 
 
@@ -64,35 +105,48 @@ def root_callback(
     version: Annotated[
         bool,
         typer.Option(
-            "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
+            "--version",
+            callback=_version_callback,
+            is_eager=True,
+            help="Print the version, the MCP SDK's and Python's, and where awf-mcp is installed.",
         ),
     ] = False,
 ) -> None:
     """A plugin-driven MCP tool server for AI coding agents."""
 
 
-@app.command(
-    help=SERVE_DESCRIPTION + " Options: `awf-mcp serve --help`.",
-    add_help_option=False,
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-)
-def serve(ctx: typer.Context) -> None:
-    """Forwarded to :func:`awf_mcp.cli.main.serve`, whose parser :mod:`awf_mcp.cli.options` generates."""
-    from awf_mcp.cli.main import serve as serve_now
-
-    serve_now(ctx.args)
+@app.command("serve", help=SERVE_DESCRIPTION)
+@with_serve_options
+def serve() -> None:
+    """Its help only: :func:`awf_mcp.cli.main.main` runs ``serve`` itself, without Typer, and hands
+    ``serve --help`` here, so that the help looks like every other command's."""
+    raise UserError("serve runs from the awf-mcp entry point: awf-mcp serve [OPTIONS]")
 
 
-def _run(options: ServeOptions, work: Callable[[Any], Awaitable[T]]) -> T:
-    """Load the settings, start the runtime, ``await work(runtime)``, close it: one event loop."""
+EVERY_SERVER = "*"
+"""``_run``'s ``for_tool`` default: start every configured upstream server."""
+
+
+def _run(
+    options: ServeOptions, work: Callable[[Any], Awaitable[T]], for_tool: str | None = EVERY_SERVER
+) -> T:
+    """Load the settings, start the runtime, ``await work(runtime)``, close it: one event loop.
+
+    ``for_tool`` names the one tool the command needs: only the upstream servers that may
+    serve it are started (``None``: no upstream server).
+    """
     import anyio
 
     from awf_mcp.cli import runtime
     from awf_mcp.core import config
     from awf_mcp.core.observability import configure_logging
+    from awf_mcp.core.registry import serving
 
     configure_logging("WARNING")
     settings = config.load(options)
+    if for_tool != EVERY_SERVER:
+        settings = serving(settings, for_tool)
+    runtime.announce_servers(settings)
 
     async def run() -> T:
         async with runtime.open_runtime(settings) as rt:
@@ -101,9 +155,10 @@ def _run(options: ServeOptions, work: Callable[[Any], Awaitable[T]]) -> T:
     return anyio.run(run)
 
 
-def served_tools(options: ServeOptions) -> list[tuple[str, bool]]:
+def served_tools(options: ServeOptions, for_tool: str | None = EVERY_SERVER) -> list[tuple[str, bool]]:
     """``(name, read_only)`` of every tool ``serve`` would serve with OPTIONS: what the trust
-    hints of ``config`` and ``servers import`` name, and what ``--trust read-only`` approves."""
+    hints of ``config`` and ``servers import`` name, and what ``--trust read-only`` approves.
+    ``for_tool`` limits the upstream servers started, as for :func:`_run`."""
 
     async def served(rt: Any) -> list[tuple[str, bool]]:
         return [
@@ -111,7 +166,7 @@ def served_tools(options: ServeOptions) -> list[tuple[str, bool]]:
             for d in rt.registry.definitions()
         ]
 
-    return _run(options, served)
+    return _run(options, served, for_tool=for_tool)
 
 
 @tools_app.command("list")
@@ -181,7 +236,9 @@ def tools_list(
 
 
 @tools_app.command("call")
-@with_options("roots", "no_builtins", "config", "strict", "call_timeout_seconds", "output_budget")
+@with_options(
+    "roots", "no_builtins", "only", "exclude", "config", "strict", "call_timeout_seconds", "output_budget"
+)
 def tools_call(
     name: Annotated[str, typer.Argument(help="Tool name, as in `awf-mcp tools list`.")],
     arguments: Annotated[str, typer.Argument(help="Arguments as a JSON object.")] = "{}",
@@ -203,19 +260,19 @@ def tools_call(
     async def call(rt: Any) -> Any:
         return await rt.invoker.call(name, parsed)
 
-    result = _run(options, call)
+    result = _run(options, call, for_tool=name)
     if json_output:
-        payload: dict[str, Any] = {
-            "is_error": result.is_error,
+        payload: dict[str, Any] = {  # the field names of MCP's CallToolResult
+            "isError": result.is_error,
             "content": [
                 {"type": c.type, "text": c.text}
                 if c.type == "text"
-                else {"type": c.type, "mime_type": c.mime_type, "data": c.data}
+                else {"type": c.type, "mimeType": c.mime_type, "data": c.data}
                 for c in result.content
             ],
         }
         if result.structured_content is not None:
-            payload["structured_content"] = result.structured_content
+            payload["structuredContent"] = result.structured_content
         print(json.dumps(payload, indent=2, sort_keys=True))
     else:
         from rich.console import Console
@@ -293,7 +350,8 @@ def client_config(
         from pathlib import Path
 
         approve_at_users_command(Path(os.path.abspath(os.path.expanduser(options.config))))
-    tools = served_tools(options)
+    # Only --trust read-only needs the upstreams' annotations; else none is started.
+    tools = served_tools(options, for_tool=EVERY_SERVER if trust == "read-only" else None)
     text = clientconfig.configure(
         client,
         write_files=write,
@@ -351,16 +409,14 @@ def plugins_list(json_output: JsonOpt = False, *, options: ServeOptions) -> None
     Console().print(table)
 
 
-plugin_app = typer.Typer(help="Write a new plugin.", no_args_is_help=True)
-app.add_typer(plugin_app, name="plugin")
+PluginName = Annotated[str, typer.Argument(help="Plugin name: lowercase letters, digits and '_'.")]
+PluginDir = Annotated[str, typer.Option("--dir", metavar="DIR", help="Where to create awf-plugin-NAME/.")]
 
 
-@plugin_app.command("init")
-def plugin_init(
-    name: Annotated[str, typer.Argument(help="Plugin name: lowercase letters, digits and '_'.")],
-    directory: Annotated[str, typer.Option("--dir", help="Where to create awf-plugin-NAME/.")] = ".",
-) -> None:
+@plugins_app.command("init")
+def plugins_init(name: PluginName, directory: PluginDir = ".") -> None:
     """Scaffold a plugin distribution that installs with pip and passes its own test."""
+    import shlex
     from pathlib import Path
 
     from awf_mcp.ops.scaffold import ScaffoldError, scaffold_plugin
@@ -370,7 +426,25 @@ def plugin_init(
     except ScaffoldError as exc:
         raise UserError(str(exc)) from None
     print(created)
-    print(f"next: pip install -e {created} && awf-mcp tools list", file=sys.stderr)
+    # The pip of the Python awf-mcp runs on (a bare `pip` may be another Python's); the single
+    # executable has no pip, and loads plugins from its plugin directory.
+    path = str(created.absolute())
+    if getattr(sys, "frozen", False):
+        install = shlex.join([sys.executable, "plugins", "install", path])
+    else:
+        install = shlex.join([sys.executable, "-m", "pip", "install", "-e", path])
+    print(f"next: {install} && awf-mcp tools list", file=sys.stderr)
+
+
+plugin_app = typer.Typer(help="The old name of `plugins init`.", no_args_is_help=True)
+app.add_typer(plugin_app, name="plugin", hidden=True)
+
+
+@plugin_app.command("init")
+def plugin_init(name: PluginName, directory: PluginDir = ".") -> None:
+    """The old name of `awf-mcp plugins init`; it still works."""
+    print("awf-mcp: `plugin init` is now `plugins init`", file=sys.stderr)
+    plugins_init(name, directory)
 
 
 @plugins_app.command("install")
@@ -379,18 +453,22 @@ def plugins_install(
         str, typer.Argument(help="A requirement (awf-plugin-echo==1.0), a source directory or a wheel.")
     ],
     target: Annotated[
-        str | None, typer.Option("--target", help="Plugin directory (default: the first one).")
+        str | None, typer.Option("--target", metavar="DIR", help="Plugin directory (default: the first one).")
     ] = None,
     find_links: Annotated[
-        list[str] | None, typer.Option("--find-links", help="Extra place to look for wheels (repeatable).")
+        list[str] | None,
+        typer.Option("--find-links", metavar="URL|DIR", help="Extra place to look for wheels (repeatable)."),
     ] = None,
 ) -> None:
     """Install a plugin into the plugin directory (what the single executable loads plugins from)."""
     from pathlib import Path
 
+    from awf_mcp.cli.runtime import say
     from awf_mcp.ops import installer
 
-    report = installer.install(spec, target=Path(target) if target else None, find_links=find_links or ())
+    report = installer.install(
+        spec, target=Path(target) if target else None, find_links=find_links or (), progress=say
+    )
     print(report.summary())
 
 
@@ -398,7 +476,7 @@ def plugins_install(
 def plugins_uninstall(
     name: Annotated[str, typer.Argument(help="Plugin or distribution name.")],
     target: Annotated[
-        str | None, typer.Option("--target", help="Plugin directory (default: the first one).")
+        str | None, typer.Option("--target", metavar="DIR", help="Plugin directory (default: the first one).")
     ] = None,
 ) -> None:
     """Remove a plugin installed with `awf-mcp plugins install`, and what only it needed."""
@@ -408,3 +486,38 @@ def plugins_uninstall(
 
     removed = installer.uninstall(name, target=Path(target) if target else None)
     print("removed: " + ", ".join(removed))
+
+
+class _PlainArgument(TyperArgument):
+    """An argument shown as ``NAME`` (``[NAME]`` when optional), without a type label."""
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return None
+
+    def get_usage_pieces(self, ctx: Any) -> list[str]:
+        return [self.display_name_raw if self.required else f"[{self.display_name_raw}]"]
+
+
+def _plain_help(command: Any) -> None:
+    """Show the help as git, pip or gh do: ``--json``, ``--target DIR``, ``NAME``.
+
+    Typer labels every parameter with its Python type (``<bool>``, ``<list[str]>``,
+    ``{name}``). A switch gets no label; an option without a metavar is labelled with
+    its name in capitals; an argument is named in capitals, without a type.
+    """
+    help_option = command.get_help_option(typer.Context(command, help_option_names=HELP_OPTIONS))
+    for param in [*command.params, *([help_option] if help_option is not None else [])]:
+        if isinstance(param, TyperArgument):
+            param.metavar = param.metavar or param.name.upper()
+            param.__class__ = _PlainArgument
+        elif isinstance(param, TyperOption) and param.metavar is None:
+            param.metavar = "" if param.is_flag else param.name.upper()
+    for sub in getattr(command, "commands", {}).values():
+        _plain_help(sub)
+
+
+def run(args: list[str]) -> None:
+    """Run the command line ``awf-mcp ARGS...`` (``serve`` only for its ``--help``)."""
+    command = typer.main.get_command(app)
+    _plain_help(command)
+    command(args=args, prog_name="awf-mcp")

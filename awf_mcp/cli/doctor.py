@@ -223,6 +223,7 @@ class Context:
             self._providers += loaded.providers
         except AwfError as exc:
             plugin_error = str(exc)
+        runtime.announce_servers(lenient)
         servers = await runtime.start_servers(lenient)
         self._providers += [entry.provider for record in servers for entry in record.providers]
         registry = None
@@ -892,12 +893,14 @@ def doctor_command(
 ) -> None:
     """Check the clients' awf entries, plugins, upstream servers, roots and search engine; say how to fix each
     problem. Exits 1 when something is broken."""
+    from awf_mcp.cli.runtime import say
     from awf_mcp.core.observability import configure_logging
     from awf_mcp.errors import UserError
 
     if timeout <= 0:
         raise UserError(f"--timeout must be a positive number of seconds, not {timeout:g}")
     configure_logging("CRITICAL")
+    say("checking the clients' awf entries, the plugins, the upstream servers, the roots ...")
     report = diagnose(options, timeout=timeout)
     if json_output:
         print(json.dumps(report.as_data(), indent=2, sort_keys=True))

@@ -3,9 +3,11 @@
 Every agent session starts ``awf-mcp serve``, so its start-up is paid constantly.
 :func:`main` sends ``serve`` straight to :func:`serve` — the :mod:`argparse` parser
 generated from :mod:`awf_mcp.cli.options` and the serve loop — and everything else to
-the Typer application in :mod:`awf_mcp.cli.commands`, which is imported only then.
+the Typer application in :mod:`awf_mcp.cli.commands`, which is imported only then
+(``serve -h``/``--help`` too, so that its help looks like every other command's).
 Typer, click and rich never load on the serve path (``tests/unit/test_architecture.py``
-checks it).
+checks it). Started on a terminal rather than by an agent, ``serve`` says on stderr what
+it waits for (:data:`TERMINAL_NOTE`); stdout stays JSON-RPC only.
 
 Errors become exit codes here and nowhere else: any command raises
 :class:`~awf_mcp.errors.AwfError`, and :func:`main` prints it as one
@@ -36,6 +38,15 @@ def exit_now_if_threads_linger(code: int) -> None:
         os._exit(code)
 
 
+TERMINAL_NOTE = (
+    "awf-mcp serve: waiting for an MCP client on stdin. This is the command an agent starts "
+    "(JSON-RPC on stdin/stdout), not an interactive prompt: set an agent up with "
+    "`awf-mcp config claude` (or gemini, codex, ...), try a tool with "
+    '`awf-mcp tools call Read \'{"path": "README.md"}\'`. Ctrl-D or Ctrl-C stops it.'
+)
+"""What ``serve`` says on stderr when a person started it on a terminal, so it does not look hung."""
+
+
 def serve(argv: Sequence[str]) -> None:
     """``awf-mcp serve ARGV...``: parse, load plugins, serve until EOF or a signal, exit."""
     options, launch = parse_serve(argv)
@@ -43,6 +54,8 @@ def serve(argv: Sequence[str]) -> None:
     from awf_mcp.core.observability import configure_logging
 
     configure_logging("DEBUG" if launch.debug else launch.log_level, launch.log_format, launch.log_file)
+    if launch.transport == "stdio" and sys.stdin.isatty():
+        print(TERMINAL_NOTE, file=sys.stderr, flush=True)
     settings = config.load(options)
     if settings.servers and launch.transport == "stdio":  # before the imports below: starts overlap
         from awf_mcp.core.servers import launch_early
@@ -150,12 +163,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     follow_the_bootloader()
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        if args[:1] == ["serve"]:
+        if args[:1] == ["serve"] and not {"-h", "--help"} & set(args[1:]):
             serve(args[1:])
             return
-        from awf_mcp.cli.commands import app
+        from awf_mcp.cli.commands import run  # serve --help too: it looks like every other help
 
-        app(args=args, prog_name="awf-mcp")
+        run(args)
     except AwfError as exc:
         print(f"awf-mcp: error: {inert_text(str(exc))}", file=sys.stderr)  # may quote an upstream
         raise SystemExit(exc.exit_code) from None

@@ -9,6 +9,8 @@ that table come:
 * :func:`with_options` — the same options as parameters of a Typer command
   (``tools list``, ``tools call``, ``config``, ...), which receives their values
   as one typed :class:`~awf_mcp.core.config.ServeOptions`;
+* :func:`with_serve_options` — every option, for the help of ``awf-mcp serve --help``,
+  which Typer shows (only the help: serve itself is parsed by :func:`serve_parser`);
 * :func:`serve_argv` — the argv after ``serve`` that ``awf-mcp config CLIENT``
   writes into an agent's configuration, paths made absolute.
 
@@ -253,7 +255,8 @@ def _typer_parameter(option: Option) -> inspect.Parameter:
     kind: Any = bool if option.kind is bool else option.kind | None
     if option.repeat:
         kind = list[option.kind] | None  # type: ignore[name-defined]
-    info = typer.Option(option.flag, help=option.help, metavar=option.metavar)
+    metavar = option.metavar or ("|".join(option.choices) if option.choices else None)
+    info = typer.Option(option.flag, help=option.help, metavar=metavar)
     default = False if option.kind is bool else None
     return inspect.Parameter(
         option.field, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, info]
@@ -288,6 +291,23 @@ def with_options(*fields: str) -> Callable[[F], F]:
         return run  # type: ignore[return-value]
 
     return decorate
+
+
+def with_serve_options(command: F) -> F:
+    """Give a Typer command every option of ``serve`` (:data:`SERVE_OPTIONS`), for its help.
+
+    ``awf-mcp serve`` itself is parsed by :func:`serve_parser`; this only lets Typer show
+    ``awf-mcp serve --help`` as it shows every other command's. The values are dropped.
+    """
+    parameters = [_typer_parameter(option) for option in SERVE_OPTIONS]
+
+    @functools.wraps(command)
+    def run(**values: Any) -> Any:
+        return command()
+
+    run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in parameters}
+    return run  # type: ignore[return-value]
 
 
 def serve_argv(options: ServeOptions, base: Path | None = None) -> list[str]:

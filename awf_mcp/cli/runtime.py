@@ -40,6 +40,7 @@ import contextlib
 import gc
 import logging
 import signal
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -87,6 +88,19 @@ class Runtime:
     def providers(self) -> list[ToolProvider]:
         """Every provider that was created, served or not: all of them get ``close()``."""
         return self.plugins.providers
+
+
+def say(text: str) -> None:
+    """A command tells the user what it is doing (work that takes seconds): one line on stderr."""
+    print(f"awf-mcp: {text}", file=sys.stderr, flush=True)
+
+
+def announce_servers(settings: Settings) -> None:
+    """Say which upstream servers a command is about to start (nothing when there are none)."""
+    names = [spec.name for spec in settings.servers if spec.enabled]
+    if names:
+        count = f"{len(names)} upstream server{'s' if len(names) > 1 else ''}"
+        say(f"starting {count} ({', '.join(names)}) ...")
 
 
 def report_failed_plugin(record: PluginRecord) -> None:

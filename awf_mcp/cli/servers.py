@@ -63,6 +63,7 @@ def _states(settings: Settings) -> list[dict[str, Any]]:
     from awf_mcp.core.upstream import UpstreamProvider
 
     specs: dict[str, ServerSpec] = {spec.name: spec for spec in settings.servers}
+    runtime.announce_servers(settings)
 
     async def collect() -> list[dict[str, Any]]:
         records = await runtime.start_servers(settings)

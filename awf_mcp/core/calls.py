@@ -40,6 +40,7 @@ import asyncio
 import collections
 import contextlib
 import functools
+import itertools
 import json
 import logging
 import time
@@ -62,7 +63,7 @@ from awf_mcp.core.quickcheck import QuickCheck, quick_check
 from awf_mcp.core.registry import RegisteredTool, Registry
 from awf_mcp.core.roots import ClientRoots
 from awf_mcp.core.schemacheck import Validator, first_problem, linear_validator
-from awf_mcp.errors import describe_exception
+from awf_mcp.errors import describe_exception, did_you_mean
 from awf_mcp.ports import (
     NO_CLIENT,
     AskUser,
@@ -139,6 +140,23 @@ def _error_text(result: ToolResult) -> str | None:
     if not result.is_error:
         return None
     return " ".join(c.text for c in result.content if c.type == "text")
+
+
+def unknown_arguments(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> str:
+    """``"; unknown argument 'pathh' (did you mean 'path'?)"`` for keys the schema does not name, or ``""``.
+
+    Told beside the validation error, whatever it is: a mistyped key usually also leaves a
+    required one missing, and "'path' is a required property" alone does not say why.
+    """
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return ""
+    unknown = [str(key) for key in itertools.islice((k for k in arguments if k not in properties), 5)]
+    notes = []
+    for key in unknown:
+        hint = did_you_mean(key, [str(name) for name in properties])
+        notes.append(f"unknown argument {key[:100]!r}" + (f" ({hint})" if hint else ""))
+    return "".join(f"; {note}" for note in notes)
 
 
 class ToolInvoker:
@@ -253,7 +271,10 @@ class ToolInvoker:
 
             validator = linear_validator(definition.input_schema, default=Draft202012Validator)
             self._validators[tool.name] = (definition, validator, accepts)
-        return await in_worker_thread(first_problem, validator, dict(arguments))
+        problem = await in_worker_thread(first_problem, validator, dict(arguments))
+        if problem is None:
+            return None
+        return problem + unknown_arguments(definition.input_schema, arguments)
 
     async def _checked_output(self, tool: RegisteredTool, result: ToolResult) -> ToolResult:
         """``result``, or the error saying how its structured content fails the tool's output schema."""

@@ -57,7 +57,7 @@ from awf_mcp.core.config import PROXY_CODE, Settings
 from awf_mcp.core.pins import refusal
 from awf_mcp.core.plugins import PluginRecord
 from awf_mcp.core.servers import SOURCE_PREFIX as SERVER_SOURCE_PREFIX
-from awf_mcp.errors import ConfigError, PluginError, ToolNameError, UnknownToolError
+from awf_mcp.errors import ConfigError, PluginError, ToolNameError, UnknownToolError, did_you_mean
 from awf_mcp.ports import (
     BUILTIN_SOURCE,
     MAX_TOOL_NAME_LENGTH,
@@ -142,9 +142,10 @@ class Registry:
         try:
             return by_name[name]
         except KeyError:
-            close = fnmatch.filter(by_name, f"*{name[:3]}*") if name else []
-            hint = f"; did you mean {', '.join(close[:3])}?" if close else ""
-            raise UnknownToolError(refusal(name) or f"unknown tool '{name}'{hint}") from None
+            hint = did_you_mean(name, by_name)
+            shown = name if len(name) <= 100 else f"{name[:100]}..."
+            unknown = f"unknown tool '{shown}'" + (f"; {hint}" if hint else "")
+            raise UnknownToolError(refusal(name) or unknown) from None
 
     @property
     def can_change(self) -> bool:
@@ -476,3 +477,35 @@ def build(records: Sequence[PluginRecord], settings: Settings) -> Registry:
         if isinstance(entry.provider, ChangingProvider):
             entry.provider.watch_tools(registry.refresh)
     return registry
+
+
+def serving(settings: Settings, tool: str | None) -> Settings:
+    """``settings`` with only the upstream servers that may serve tool ``tool`` (none for ``None``).
+
+    A command that calls one tool starts just the servers that may offer it: the one
+    whose name prefixes it (``<server>_<tool>``), and any whose tool ``[rename]`` turns
+    into ``tool``. The renames and ``plugin_tools`` entries of the servers left out go
+    with them (they would name tools nobody offers). Built-ins and plugins are
+    untouched: they start in-process, in milliseconds.
+    """
+    names = {spec.name for spec in settings.servers}
+
+    def server_of(key: str) -> str | None:
+        if key.startswith(SERVER_SOURCE_PREFIX):  # "<source>/<name>"
+            return key.removeprefix(SERVER_SOURCE_PREFIX).partition("/")[0]
+        prefix, underscore, _ = key.partition("_")
+        return prefix if underscore and prefix in names else None
+
+    wanted = set()
+    if tool is not None:
+        wanted |= {server_of(tool)} | {server_of(key) for key, new in settings.renames.items() if new == tool}
+    left_out = names - wanted
+    selections = settings.plugin_tools
+    return replace(
+        settings,
+        servers=tuple(spec for spec in settings.servers if spec.name in wanted),
+        renames={key: new for key, new in settings.renames.items() if server_of(key) not in left_out},
+        plugin_tools=None
+        if selections is None
+        else tuple(selection for selection in selections if selection.plugin not in left_out),
+    )

@@ -50,7 +50,7 @@ It uses the standard library only.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -140,11 +140,13 @@ def install(
     *,
     target: Path | None = None,
     find_links: Sequence[str | Path] = (),
+    progress: Callable[[str], None] = lambda step: None,
 ) -> InstallReport:
     """Install plugin ``spec`` (index requirement, source directory or wheel) into ``target``.
 
     ``target`` defaults to the first plugin directory (created when missing).
-    ``find_links`` are extra directories or URLs of wheels for pip. Reinstalling
+    ``find_links`` are extra directories or URLs of wheels for pip. ``progress`` is told
+    each step that takes seconds (resolving, downloading) before it starts. Reinstalling
     a plugin replaces its previous version. See the module docstring for the
     resolution rules and failures.
     """
@@ -173,6 +175,7 @@ def install(
         bundled.pop(root, None)
         provided = _provided(bundled, present, own_before - needed_by_others)
 
+        progress(f"resolving {spec} with {python} -m pip ...")
         resolved = resolve(
             python,
             request.requirement,
@@ -185,6 +188,8 @@ def install(
         )
         split = _Split.of(resolved, bundled, provided)
         staging = work / "staging"
+        if split.fresh:
+            progress(f"downloading and unpacking {len(split.fresh)} distribution(s) ...")
         stage(python, split.fresh, staging, spec=interpreter, find_links=request.find_links, what=what)
         staged = target_dists(staging)
 

@@ -1,4 +1,4 @@
-"""``awf-mcp plugin init NAME``: write a new, working plugin distribution from the templates.
+"""``awf-mcp plugins init NAME``: write a new, working plugin distribution from the templates.
 
 Contract
 --------
@@ -41,12 +41,30 @@ class ScaffoldError(ValueError):
     """The plugin cannot be scaffolded: a bad name or an existing directory."""
 
 
+def suggested_name(name: str) -> str | None:
+    """The valid plugin name ``name`` most likely meant, or ``None``.
+
+    ``awf-plugin-demo`` (the distribution's name) means ``demo``; ``My-Tools`` means ``my_tools``.
+    """
+    bare = re.sub(r"^awf[-_]plugin[-_]", "", name.strip().lower())
+    bare = re.sub(r"[^a-z0-9_]+", "_", bare).strip("_")
+    if bare and bare != name and NAME_PATTERN.match(bare) and len(bare) <= MAX_NAME_LENGTH:
+        return bare if bare not in RESERVED_NAMES else None
+    return None
+
+
 def check_plugin_name(name: str) -> None:
     """Raise :class:`ScaffoldError` unless ``name`` can name a plugin (and prefix its tools)."""
     if not NAME_PATTERN.match(name):
+        suggestion = suggested_name(name)
+        example = (
+            f"did you mean {suggestion!r}? awf-mcp plugins init {suggestion}"
+            if suggestion
+            else "for example: my_tools"
+        )
         raise ScaffoldError(
             f"plugin name {name!r} is invalid: use lowercase letters, digits and '_', "
-            "starting with a letter (for example: my_tools)"
+            f"starting with a letter ({example})"
         )
     if len(name) > MAX_NAME_LENGTH:
         raise ScaffoldError(

@@ -102,7 +102,7 @@ def test_echo_through_tools_call(root: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     payload = json.loads(done.stdout)
-    assert payload["structured_content"] == {"output": ">hi", "text": "hi", "prefix": ">"}
+    assert payload["structuredContent"] == {"output": ">hi", "text": "hi", "prefix": ">"}
 
 
 # --- sqlite -------------------------------------------------------------------------------------

@@ -83,7 +83,10 @@ def install_echo(env: dict[str, str], target: Path) -> None:
 
 def test_version_matches_the_package(home: dict[str, str]) -> None:
     done = run("--version", env=home)
-    assert done.returncode == 0 and done.stdout == f"awf-mcp {awf_mcp.__version__}\n" and done.stderr == ""
+    assert done.returncode == 0 and done.stderr == ""
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"awf-mcp {awf_mcp.__version__}"
+    assert any(line.startswith("build: one-file single executable (PyInstaller)") for line in lines), lines
 
 
 def test_tools_list_shows_every_builtin(home: dict[str, str]) -> None:

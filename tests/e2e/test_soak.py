@@ -12,7 +12,7 @@ call is designed to succeed, so the test proves:
 
 The CI run makes ``AWF_MCP_SOAK_CALLS`` calls (default 2,000); the full soak is
 
-    AWF_MCP_SOAK_CALLS=20000 .venv/bin/python -m pytest tests/test_soak.py -q
+    AWF_MCP_SOAK_CALLS=20000 .venv-test/bin/python -m pytest tests/test_soak.py -q
 
 and the figures (calls, duration, RSS, fds) are reported on the terminal.
 """

@@ -224,3 +224,15 @@ async def test_a_check_past_the_timeout_ends_the_call_before_the_tool_runs() -> 
         and "could not be checked against its input schema within 0.2 s" in result.content[0].text
     )
     assert provider.calls == []
+
+
+def test_unknown_arguments_are_named_within_bounds() -> None:
+    from awf_mcp.core.calls import unknown_arguments
+
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+    assert unknown_arguments(schema, {"pathh": 1}) == "; unknown argument 'pathh' (did you mean 'path'?)"
+    assert unknown_arguments(schema, {"path": 1}) == ""
+    assert unknown_arguments({"type": "object"}, {"x": 1}) == ""
+    flood = {"p" * 1_000_000: 0} | {f"k{i}": i for i in range(10_000)}
+    note = unknown_arguments(schema, flood)
+    assert note.count("unknown argument") == 5 and len(note.encode()) < 1_000

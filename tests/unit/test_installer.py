@@ -344,3 +344,15 @@ def test_a_compiled_extension_that_cannot_load_is_one_line_at_start_up(tmp_path:
     strict = cli("tools", "list", "--json", "--strict", target=target)
     assert strict.returncode == 1 and "Traceback" not in strict.stderr
     assert "plugin 'native'" in strict.stderr and len(strict.stderr.strip().splitlines()) == 1
+
+
+def test_install_tells_each_slow_step_before_it_starts(projects: dict[str, Path], tmp_path: Path) -> None:
+    steps: list[str] = []
+    installer.install(
+        str(projects["greet"]),
+        target=tmp_path / "plugins",
+        find_links=[projects["wheels"]],
+        progress=steps.append,
+    )
+    assert steps[0].startswith(f"resolving {projects['greet']} with ") and " -m pip" in steps[0]
+    assert steps[1] == "downloading and unpacking 2 distribution(s) ..."

@@ -356,3 +356,36 @@ def test_the_client_prefix_is_the_name_awf_mcp_config_writes() -> None:
     from awf_mcp.ops.clientconfig import DEFAULT_SERVER_NAME
 
     assert CLIENT_SERVER_NAME == DEFAULT_SERVER_NAME
+
+
+def test_serving_keeps_only_the_upstream_servers_that_may_serve_a_tool() -> None:
+    from awf_mcp.core.registry import serving
+    from awf_mcp.core.servers import ServerSpec
+
+    settings = Settings(
+        servers=tuple(ServerSpec(name=n, command="x") for n in ("git", "time", "docs")),
+        renames={"server:docs/docs_search": "git_find", "time_now": "clock", "echo_echo": "say"},
+        plugin_tools=(PluginToolSelection("time", ()), PluginToolSelection("echo", ())),
+    )
+
+    def names(tool: str | None) -> list[str]:
+        return [spec.name for spec in serving(settings, tool).servers]
+
+    assert names(None) == [] and names("Read") == [] and names("echo_echo") == []
+    assert names("time_get_current_time") == ["time"]
+    assert names("clock") == ["time"]  # renamed from time_now
+    assert names("git_find") == ["git", "docs"]  # a git-looking name that docs' rename took
+    narrowed = serving(settings, "git_status")
+    assert dict(narrowed.renames) == {"echo_echo": "say"}
+    assert [s.plugin for s in narrowed.plugin_tools or ()] == ["echo"]
+
+
+def test_a_mistyped_tool_gets_the_closest_names() -> None:
+    registry = build([builtin("Read", "Bash", "Glob", "Grep")], Settings())
+    with pytest.raises(UnknownToolError, match="did you mean 'Read'\\?"):
+        registry.lookup("Reed")
+    with pytest.raises(UnknownToolError, match="did you mean 'Read'\\?"):
+        registry.lookup("read")
+    with pytest.raises(UnknownToolError) as caught:
+        registry.lookup("x" * 1_000_000)
+    assert "did you mean" not in str(caught.value) and len(str(caught.value)) < 200

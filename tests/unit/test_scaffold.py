@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from awf_mcp.ops.scaffold import ScaffoldError, check_plugin_name, scaffold_plugin
+from awf_mcp.ops.scaffold import ScaffoldError, check_plugin_name, scaffold_plugin, suggested_name
 from tests.helpers.harness import server_command, server_env
 
 NAME = "demo_kit"
@@ -145,22 +145,45 @@ def test_scaffold_error_is_a_value_error() -> None:
     assert issubclass(ScaffoldError, ValueError)
 
 
-def test_plugin_init_command_writes_the_distribution(tmp_path: Path) -> None:
-    done = subprocess.run(
-        server_command("plugin", "init", "from_cli", "--dir", str(tmp_path)),
-        capture_output=True,
-        text=True,
-        env=server_env(),
-        timeout=60,
-    )
+def awf(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(server_command(*args), capture_output=True, text=True, env=server_env(), timeout=60)
+
+
+def test_plugins_init_command_writes_the_distribution(tmp_path: Path) -> None:
+    done = awf("plugins", "init", "from_cli", "--dir", str(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "awf-plugin-from_cli" / "awf_plugin_from_cli" / "__init__.py").is_file()
-    again = subprocess.run(
-        server_command("plugin", "init", "from_cli", "--dir", str(tmp_path)),
-        capture_output=True,
-        text=True,
-        env=server_env(),
-        timeout=60,
-    )
+    again = awf("plugins", "init", "from_cli", "--dir", str(tmp_path))
     assert again.returncode == 1
     assert "already exists" in again.stderr
+
+
+def test_the_old_plugin_init_still_works_and_names_the_new_command(tmp_path: Path) -> None:
+    done = awf("plugin", "init", "old_name", "--dir", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "`plugin init` is now `plugins init`" in done.stderr
+    assert (tmp_path / "awf-plugin-old_name").is_dir()
+    listed = awf("--help")
+    assert " plugin " not in listed.stdout  # one group, plugins, in the help
+
+
+def test_the_next_step_names_the_pip_of_the_python_awf_mcp_runs_on(tmp_path: Path) -> None:
+    done = awf("plugins", "init", "nextstep", "--dir", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    created = tmp_path / "awf-plugin-nextstep"
+    assert f"next: {sys.executable} -m pip install -e {created} && awf-mcp tools list" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("given", "meant"),
+    [("awf-plugin-demo", "demo"), ("Awf-Plugin-Demo", "demo"), ("My-Tools", "my_tools")],
+)
+def test_an_invalid_name_comes_with_the_name_it_probably_meant(given: str, meant: str) -> None:
+    assert suggested_name(given) == meant
+    with pytest.raises(ScaffoldError, match=f"did you mean '{meant}'\\? awf-mcp plugins init {meant}"):
+        check_plugin_name(given)
+
+
+def test_no_suggestion_where_nothing_valid_is_left() -> None:
+    assert suggested_name("awf-plugin-") is None and suggested_name("---") is None
+    assert suggested_name("2fa") is None

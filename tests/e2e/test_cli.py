@@ -1,0 +1,154 @@
+"""The command line's conventions, as a user who knows git, pip, uv and gh meets them.
+
+Help: ``-h`` works everywhere; no Python type labels (``<bool>``, ``<list[str]>``,
+``{name}``); ``serve --help`` looks like every other command's. Shell completion.
+``--version`` names what awf-mcp runs on. ``tools call`` takes ``--only``/``--exclude``
+like ``tools list``, suggests the tool or argument a typo meant, and ``serve`` started on a
+terminal says what it waits for.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.harness import server_command, server_env
+
+pytestmark = pytest.mark.e2e
+
+HELP_SCREENS = [
+    [],
+    ["serve"],
+    ["tools"],
+    ["tools", "list"],
+    ["tools", "call"],
+    ["config"],
+    ["plugins"],
+    ["plugins", "install"],
+    ["plugins", "init"],
+    ["servers", "list"],
+    ["doctor"],
+]
+
+
+def awf(*args: str, cwd: Path | None = None, **extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        server_command(*args),
+        cwd=cwd,
+        env=server_env({"AWF_MCP_NO_PLUGINS": "1", "COLUMNS": "200", "NO_COLOR": "1", **extra}),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("command", HELP_SCREENS, ids=lambda c: " ".join(c) or "awf-mcp")
+def test_every_help_answers_h_and_shows_no_python_type_labels(command: list[str], tmp_path: Path) -> None:
+    short, long = awf(*command, "-h", cwd=tmp_path), awf(*command, "--help", cwd=tmp_path)
+    assert short.returncode == 0 and long.returncode == 0, short.stderr + long.stderr
+    assert short.stdout == long.stdout
+    assert "Usage: awf-mcp" in long.stdout
+    labels = re.findall(r"<(?:bool|str|int|float|list\[[a-z]+\])>|\{[a-z_]+\}", long.stdout)
+    assert labels == []
+
+
+def test_arguments_and_options_are_named_in_capitals(tmp_path: Path) -> None:
+    done = awf("plugins", "install", "--help", cwd=tmp_path)
+    assert "Usage: awf-mcp plugins install [OPTIONS] SPEC" in done.stdout
+    assert re.search(r"--find-links\s+URL\|DIR", done.stdout)
+    call = awf("tools", "call", "--help", cwd=tmp_path)
+    assert "Usage: awf-mcp tools call [OPTIONS] NAME [ARGUMENTS]" in call.stdout
+
+
+def test_shell_completion_completes_commands(tmp_path: Path) -> None:
+    done = awf(
+        cwd=tmp_path, _AWF_MCP_COMPLETE="complete_bash", COMP_WORDS="awf-mcp plugins in", COMP_CWORD="2"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["init", "install"]
+    # Typer names the shell from the process tree; its switch for tests takes the name instead.
+    script = awf("--show-completion", "bash", cwd=tmp_path, _TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION="1")
+    assert script.returncode == 0 and "_AWF_MCP_COMPLETE" in script.stdout
+
+
+def test_version_names_the_sdk_python_and_the_install(tmp_path: Path) -> None:
+    import awf_mcp
+
+    done = awf("--version", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"awf-mcp {awf_mcp.__version__}"  # alone on the first line, for scripts
+    assert re.search(r"^MCP Python SDK \(mcp\) \d+\.\d+", done.stdout, re.M)
+    assert f"Python {sys.version.split()[0]}" in done.stdout
+    assert f"installed in {Path(awf_mcp.__file__).parent}" in done.stdout or os.environ.get("AWF_MCP_BINARY")
+
+
+def test_tools_call_takes_only_and_exclude_like_tools_list(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("text\n")
+    excluded = awf("tools", "call", "Read", '{"path": "a.txt"}', "--exclude", "Read", cwd=tmp_path)
+    assert excluded.returncode == 1 and "unknown tool 'Read'" in excluded.stderr
+    other = awf("tools", "call", "Read", '{"path": "a.txt"}', "--only", "Glob", cwd=tmp_path)
+    assert other.returncode == 1
+    kept = awf("tools", "call", "Read", '{"path": "a.txt"}', "--only", "Re*", "--json", cwd=tmp_path)
+    assert kept.returncode == 0, kept.stderr
+    assert json.loads(kept.stdout)["isError"] is False
+
+
+def test_a_mistyped_tool_gets_the_name_it_meant(tmp_path: Path) -> None:
+    done = awf("tools", "call", "Reed", "{}", cwd=tmp_path)
+    assert done.returncode == 1
+    assert "unknown tool 'Reed'; did you mean 'Read'?" in done.stderr
+
+
+def test_a_mistyped_argument_is_named_beside_the_missing_one(tmp_path: Path) -> None:
+    done = awf("tools", "call", "Read", '{"pathh": "a.txt"}', cwd=tmp_path)
+    assert done.returncode == 3
+    text = " ".join(done.stdout.split())
+    assert "'path' is a required property" in text
+    assert "unknown argument 'pathh' (did you mean 'path'?)" in text
+
+
+def test_serve_on_a_terminal_says_it_waits_for_an_mcp_client(tmp_path: Path) -> None:
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen(
+        server_command("serve"),
+        cwd=tmp_path,
+        stdin=terminal,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=server_env({"AWF_MCP_NO_PLUGINS": "1"}),
+    )
+    os.close(terminal)
+    try:
+        time.sleep(0.5)
+        os.write(controller, b"\x04")  # Ctrl-D: end of input on a terminal
+        out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+        os.close(controller)
+    assert proc.returncode == 0
+    assert out == b""
+    assert "waiting for an MCP client on stdin" in err.decode()
+    assert "awf-mcp config claude" in err.decode()
+
+
+def test_serve_from_an_agent_says_nothing_of_the_kind(tmp_path: Path) -> None:
+    done = subprocess.run(
+        server_command("serve"),
+        cwd=tmp_path,
+        input="",
+        capture_output=True,
+        text=True,
+        env=server_env({"AWF_MCP_NO_PLUGINS": "1"}),
+        timeout=30,
+    )
+    assert done.returncode == 0 and "waiting for an MCP client" not in done.stderr
