@@ -68,7 +68,7 @@ def _states(settings: Settings) -> list[dict[str, Any]]:
     async def collect() -> list[dict[str, Any]]:
         records = await runtime.start_servers(settings)
         try:
-            shown = []
+            rows = []
             for record in records:
                 row = specs[record.name].public()
                 state, _, reason = record.status.partition(": ")
@@ -83,8 +83,8 @@ def _states(settings: Settings) -> list[dict[str, Any]]:
                 ]
                 row["held"] = _held_rows(specs[record.name])
                 row["approve"] = pins.approve_command(record.name) if row["held"] else None
-                shown.append(row)
-            return shown
+                rows.append(row)
+            return rows
         finally:
             await runtime.close_providers([entry.provider for r in records for entry in r.providers])
 
