@@ -29,6 +29,8 @@ Sections:
                   apart: the same awf-mcp serves a plugin's two tools returning the text from
                   memory, on the event loop and (a fresh copy) in a worker thread;
 * ``concurrency`` 16 concurrent ``Bash`` ``sleep 1`` calls: total wall time;
+* ``bash``        one ``Bash`` ``true`` call at a time on a warm server, median of 30: the pip
+                  install vs the frozen one-file binary (when present), and the difference;
 * ``memory``      RSS after start-up and after 5,000 ``Read`` calls, awf-mcp vs the bare SDK;
 * ``plugins``     start-up with 0 vs 50 trivial plugins in ``AWF_MCP_PLUGIN_PATH``;
 * ``exit``        stdin EOF -> process exit;
@@ -87,7 +89,7 @@ from workloads import (  # noqa: E402
     read_file_text,
 )
 
-SECTIONS = ("startup", "throughput", "concurrency", "memory", "plugins", "exit", "grep", "upstream")
+SECTIONS = ("startup", "throughput", "concurrency", "bash", "memory", "plugins", "exit", "grep", "upstream")
 NODE_PACKAGE = "@modelcontextprotocol/server-filesystem"
 MIB = 1024 * 1024
 OUTPUT_BUDGET = MIB
@@ -505,6 +507,35 @@ def bench_concurrency(setup: Setup, report: Report) -> None:
     report.target("16 x sleep 1 concurrently", wall, 2.0, "<", "s")
 
 
+def bench_bash(setup: Setup, report: Report) -> None:
+    """One ``Bash`` call of ``true`` at a time, on a warm server: pip install vs the frozen binary."""
+    calls = 10 if setup.quick else 30
+    variants = [setup.awf()]
+    frozen = setup.frozen_variant()
+    if frozen is not None:
+        variants.append(frozen)
+    log(f"[bash] {len(variants)} variants x {calls} calls")
+    times: dict[str, list[float]] = {}
+    for variant in variants:
+        with variant.spawn(cwd=str(setup.work)) as conn:
+            conn.handshake()
+            conn.call_tool("Bash", {"command": "true"})  # untimed: imports on first use
+            for _ in range(calls):
+                started = time.perf_counter()
+                result = conn.call_tool("Bash", {"command": "true"})
+                times.setdefault(variant.key, []).append(time.perf_counter() - started)
+                if result.get("isError"):
+                    raise ServerError(f"Bash true failed: {text_of(result)}")
+    report.details["bash"] = {key: {"median_s": median(v), "runs": v} for key, v in times.items()}
+    for variant in variants:
+        values = times[variant.key]
+        report.row("bash", f"Bash `true`, one call: {variant.label}", median(values) * 1000, "ms",
+                   f"max {max(values) * 1000:.0f}")  # fmt: skip
+    if frozen is not None:
+        added = median(times["frozen"]) - median(times["awf-mcp"])
+        report.row("bash", "Bash call: frozen binary - pip install", added * 1000, "ms")
+
+
 def bench_memory(setup: Setup, report: Report) -> None:
     calls = 500 if setup.quick else 5000
     checkpoints = max(1, calls // 5)
@@ -708,6 +739,7 @@ BENCHES: dict[str, Callable[[Setup, Report], None]] = {
     "startup": bench_startup,
     "throughput": bench_throughput,
     "concurrency": bench_concurrency,
+    "bash": bench_bash,
     "memory": bench_memory,
     "plugins": bench_plugins,
     "exit": bench_exit,

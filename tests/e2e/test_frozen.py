@@ -30,6 +30,7 @@ from tests.helpers.harness import alive, children_of, parent_of, text_of
 BINARY = os.environ.get("AWF_MCP_BINARY", "")
 REPO = Path(__file__).resolve().parents[2]
 ECHO = REPO / "plugins" / "awf-plugin-echo"
+NATIVE = REPO / "tests" / "fixtures" / "awf-plugin-native"
 BUILTINS = ("Bash", "Edit", "Glob", "Grep", "Read", "Write")
 
 pytestmark = [
@@ -238,6 +239,27 @@ async def test_a_plugin_installed_for_the_binary_is_served(home: dict[str, str],
     removed = run("plugins", "uninstall", "echo", env=home)
     assert removed.returncode == 0, removed.stderr
     assert list(target.glob("*.dist-info")) == []
+
+
+@pytest.mark.anyio
+async def test_a_plugin_with_a_compiled_extension_installs_and_runs(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    """``plugins install`` builds or picks a wheel the binary's own interpreter and libc load."""
+    done = run("plugins", "install", str(NATIVE), env=home, timeout=300)
+    assert done.returncode == 0, done.stderr
+    target = Path(home["AWF_MCP_PLUGIN_PATH"])
+    assert list(target.glob("awf_plugin_native/_native.*.so")), sorted(p.name for p in target.rglob("*"))
+    params = StdioServerParameters(command=BINARY, args=["serve", "--no-builtins"], env=home)
+    with (tmp_path / "stderr.log").open("w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            assert [tool.name for tool in (await session.list_tools()).tools] == ["native_hypot"]
+            result = await session.call_tool("native_hypot", {"a": 3, "b": 4})
+    assert not result.is_error and text_of(result) == "5.0", text_of(result)
 
 
 def test_a_mismatched_compiled_plugin_is_one_line_not_a_crash(home: dict[str, str]) -> None:
