@@ -20,7 +20,8 @@ Sections:
                   ``dist/awf-mcp-onedir/awf-mcp`` (or ``$AWF_MCP_BINARY_ONEDIR``), each measured
                   when present (build them with ``scripts/build-binary.sh``, ``AWF_MCP_ONEDIR=1``
                   for the directory). A frozen binary sees no site-packages plugins, so it is
-                  compared with the built-ins-only row;
+                  compared with the built-ins-only row. ``$AWF_MCP_BINARY_BASELINE`` adds
+                  another one-file binary to compare with (start-up and ``bash``);
 * ``throughput``  sequential ``Read`` of a 2,000-line file: awf-mcp vs the Node reference
                   server (``@modelcontextprotocol/server-filesystem``, npm-installed into a temp
                   dir; skipped with a message without npm) vs the bare SDK floor (same text
@@ -30,7 +31,8 @@ Sections:
                   memory, on the event loop and (a fresh copy) in a worker thread;
 * ``concurrency`` 16 concurrent ``Bash`` ``sleep 1`` calls: total wall time;
 * ``bash``        one ``Bash`` ``true`` call at a time on a warm server, median of 30: the pip
-                  install vs the frozen one-file binary (when present), and the difference;
+                  install vs the frozen one-file binary (when present) and the baseline binary,
+                  and the difference;
 * ``memory``      RSS after start-up and after 5,000 ``Read`` calls, awf-mcp vs the bare SDK;
 * ``plugins``     start-up with 0 vs 50 trivial plugins in ``AWF_MCP_PLUGIN_PATH``;
 * ``exit``        stdin EOF -> process exit;
@@ -192,6 +194,7 @@ class Setup:
     awf_script: str
     frozen: str | None
     frozen_onedir: str | None
+    frozen_baseline: str | None
     cache_dir: Path
 
     def base_env(self, **extra: str) -> dict[str, str]:
@@ -247,6 +250,17 @@ class Setup:
             self.base_env(),
         )
 
+    def frozen_baseline_variant(self) -> Variant | None:
+        """Another one-file binary to compare with (``$AWF_MCP_BINARY_BASELINE``, e.g. an older build)."""
+        if not self.frozen_baseline:
+            return None
+        return Variant(
+            "frozen baseline",
+            "frozen binary, baseline (built-ins)",
+            [self.frozen_baseline, "serve", "--root", str(self.work)],
+            self.base_env(),
+        )
+
 
 def cold_start(variant: Variant) -> tuple[float, int]:
     """Seconds from spawn to the ``tools/list`` answer, and how many tools it listed."""
@@ -294,6 +308,9 @@ def bench_startup(setup: Setup, report: Report) -> None:
     onedir = setup.frozen_variant(onedir=True)
     if onedir is not None:
         variants.append(onedir)
+    baseline = setup.frozen_baseline_variant()
+    if baseline is not None:
+        variants.append(baseline)
     log(f"[startup] {len(variants)} variants x {setup.runs} runs")
     results = interleaved_starts(variants, setup.runs)
     report.details["startup"] = results
@@ -329,6 +346,9 @@ def bench_startup(setup: Setup, report: Report) -> None:
             1.5,
             "<=",
         )
+    if frozen is not None and baseline is not None:
+        added = results["frozen"]["median_s"] - results["frozen baseline"]["median_s"]
+        report.row("startup", "frozen - frozen baseline", added * 1000, "ms")
     if onedir is not None:
         report.row(
             "startup",
@@ -512,8 +532,9 @@ def bench_bash(setup: Setup, report: Report) -> None:
     calls = 10 if setup.quick else 30
     variants = [setup.awf()]
     frozen = setup.frozen_variant()
-    if frozen is not None:
-        variants.append(frozen)
+    for extra in (frozen, setup.frozen_baseline_variant()):
+        if extra is not None:
+            variants.append(extra)
     log(f"[bash] {len(variants)} variants x {calls} calls")
     times: dict[str, list[float]] = {}
     for variant in variants:
@@ -892,6 +913,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             awf_script=script,
             frozen=find_binary("AWF_MCP_BINARY", REPO / "dist" / "awf-mcp"),
             frozen_onedir=find_binary("AWF_MCP_BINARY_ONEDIR", REPO / "dist" / "awf-mcp-onedir" / "awf-mcp"),
+            frozen_baseline=os.environ.get("AWF_MCP_BINARY_BASELINE") or None,
             cache_dir=cache_dir,
         )
         for name in args.sections:
