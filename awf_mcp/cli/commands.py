@@ -50,22 +50,31 @@ T = TypeVar("T")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print stable JSON for scripts.")]
 
 
-def _version_callback(value: bool) -> None:
-    if value:
-        print(f"awf-mcp {__version__}")
-        raise typer.Exit(0)
-
-
-@app.callback()
+@app.callback(invoke_without_command=True)
 def root_callback(
-    version: Annotated[
+    ctx: typer.Context,
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+    verbose: Annotated[
         bool,
         typer.Option(
-            "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
+            "--verbose",
+            help="With --version: also the commit, the Python and C library it runs on, its rg, "
+            "and the platform it was built for.",
         ),
     ] = False,
 ) -> None:
     """A plugin-driven MCP tool server for AI coding agents."""
+    if version:
+        print(f"awf-mcp {__version__}")
+        if verbose:
+            from awf_mcp.cli.doctor import build_lines
+
+            for line in build_lines():
+                print(line)
+        raise typer.Exit(0)
+    if ctx.invoked_subcommand is None:
+        print(ctx.get_help())
+        raise typer.Exit(0)
 
 
 @app.command(

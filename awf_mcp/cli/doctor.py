@@ -37,6 +37,9 @@ The checks:
     ``serve``), and names too long for some clients.
 ``roots``
     every root exists, is a directory, and can be listed.
+``build``
+    what this awf-mcp is (:mod:`awf_mcp.ops.buildinfo`): version, commit, the Python and
+    C library it runs on, its ``rg`` and the platform it was built for.
 ``search``
     the ``rg`` Grep and Glob run (:func:`awf_mcp.builtins.ripgrep.ripgrep_binary`):
     where it comes from and its version, or the pure-Python engine.
@@ -632,6 +635,33 @@ def search_findings(binary: str | None, forced_python: bool) -> list[Finding]:
     return [Finding("search", OK, subject, f"{version}: {binary} ({origin})", "", data)]
 
 
+def build_identity_with_rg() -> dict[str, str]:
+    """:func:`awf_mcp.ops.buildinfo.build_identity` and the version of the ``rg`` Grep runs."""
+    from awf_mcp.builtins.ripgrep import ripgrep_binary
+    from awf_mcp.ops.buildinfo import build_identity
+
+    identity = build_identity()
+    binary = ripgrep_binary()
+    version, reason = _command_version([binary, "--version"]) if binary else (None, "none found")
+    built_for = identity.pop("built for")
+    return {**identity, "rg": version or f"does not run ({reason})", "built for": built_for}
+
+
+def build_lines() -> list[str]:
+    """``awf-mcp --version --verbose`` after the version line: one ``key: value`` line each."""
+    return [f"{key}: {value}" for key, value in build_identity_with_rg().items()]
+
+
+async def check_build(ctx: Context) -> list[Finding]:
+    """What this awf-mcp is: version, commit, Python, C library, rg, the platform it was built for."""
+    identity = build_identity_with_rg()
+    detail = (
+        f"awf-mcp {__version__} (commit {identity['commit']}), {identity['python']} on "
+        f"{identity['libc']}, {identity['rg']}, built for {identity['built for']}"
+    )
+    return [Finding("build", INFO, "this awf-mcp", detail, "", {"version": __version__, **identity})]
+
+
 async def check_search(ctx: Context) -> list[Finding]:
     """The ``rg`` Grep and Glob run, or the pure-Python engine."""
     from awf_mcp.builtins.ripgrep import ENGINE_VARIABLE, ripgrep_binary
@@ -734,6 +764,7 @@ async def check_plugin_directories(ctx: Context) -> list[Finding]:
 
 
 CHECKS: tuple[Check, ...] = (
+    check_build,
     check_configuration,
     check_clients,
     check_plugins,
