@@ -160,12 +160,18 @@ class Wrapper:
         return False
 
     def end_with_it(self) -> None:
-        """In a daemon thread: wait for the wrapper to end, then SIGTERM this process."""
+        """In a daemon thread: wait for the wrapper to end, then SIGTERM this process.
+
+        Not when the bootloader in between has died first: its death signal already asked
+        this process to stop (the wrapper ends because it did), and a second SIGTERM in the
+        middle of shutting down would cut the cleanup short.
+        """
         import signal
 
         def wait() -> None:
             self.alive(timeout=None)
-            os.kill(os.getpid(), signal.SIGTERM)
+            if os.getppid() == self.bootloader:
+                os.kill(os.getpid(), signal.SIGTERM)
 
         threading.Thread(target=wait, name="awf-mcp-wrapper-watch", daemon=True).start()
 
