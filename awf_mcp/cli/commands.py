@@ -23,7 +23,6 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from awf_mcp import __version__
 from awf_mcp.cli.doctor import doctor_command
 from awf_mcp.cli.options import SERVE_DESCRIPTION, with_options
 from awf_mcp.cli.servers import servers_app
@@ -50,31 +49,32 @@ T = TypeVar("T")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print stable JSON for scripts.")]
 
 
-@app.callback(invoke_without_command=True)
+def _version_callback(value: bool) -> None:
+    if value:
+        from awf_mcp.cli.main import print_version
+
+        print_version()
+        raise typer.Exit(0)
+
+
+@app.callback()
 def root_callback(
-    ctx: typer.Context,
-    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
     verbose: Annotated[
         bool,
         typer.Option(
             "--verbose",
-            help="With --version: also the commit, the Python and C library it runs on, its rg, "
+            help="With --version alone: also the commit, the Python and C library it runs on, its rg, "
             "and the platform it was built for.",
         ),
     ] = False,
 ) -> None:
     """A plugin-driven MCP tool server for AI coding agents."""
-    if version:
-        print(f"awf-mcp {__version__}")
-        if verbose:
-            from awf_mcp.cli.doctor import build_lines
-
-            for line in build_lines():
-                print(line)
-        raise typer.Exit(0)
-    if ctx.invoked_subcommand is None:
-        print(ctx.get_help())
-        raise typer.Exit(0)
 
 
 @app.command(
