@@ -62,7 +62,6 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -580,27 +579,9 @@ async def check_roots(ctx: Context) -> list[Finding]:
 
 def _command_version(argv: Sequence[str]) -> tuple[str | None, str]:
     """The first line ``ARGV`` prints (its version), or None and why it did not run."""
-    from awf_mcp.ops.childenv import child_environment
+    from awf_mcp.ops.buildinfo import command_version
 
-    try:
-        done = subprocess.run(
-            list(argv),
-            capture_output=True,
-            text=True,
-            timeout=VERSION_TIMEOUT_SECONDS,
-            stdin=subprocess.DEVNULL,
-            env=child_environment(),
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return None, f"it did not answer within {VERSION_TIMEOUT_SECONDS:g} s"
-    except OSError as exc:
-        return None, exc.strerror or str(exc)
-    first = done.stdout.strip().splitlines()[0] if done.stdout.strip() else ""
-    if done.returncode != 0 or not first:
-        said = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "nothing"
-        return None, f"it exited with code {done.returncode} and said: {said}"
-    return first, ""
+    return command_version(argv, VERSION_TIMEOUT_SECONDS)
 
 
 def search_findings(binary: str | None, forced_python: bool) -> list[Finding]:
@@ -635,26 +616,12 @@ def search_findings(binary: str | None, forced_python: bool) -> list[Finding]:
     return [Finding("search", OK, subject, f"{version}: {binary} ({origin})", "", data)]
 
 
-def build_identity_with_rg() -> dict[str, str]:
-    """:func:`awf_mcp.ops.buildinfo.build_identity` and the version of the ``rg`` Grep runs."""
+async def check_build(ctx: Context) -> list[Finding]:
+    """What this awf-mcp is: version, commit, Python, C library, rg, the platform it was built for."""
     from awf_mcp.builtins.ripgrep import ripgrep_binary
     from awf_mcp.ops.buildinfo import build_identity
 
-    identity = build_identity()
-    binary = ripgrep_binary()
-    version, reason = _command_version([binary, "--version"]) if binary else (None, "none found")
-    built_for = identity.pop("built for")
-    return {**identity, "rg": version or f"does not run ({reason})", "built for": built_for}
-
-
-def build_lines() -> list[str]:
-    """``awf-mcp --version --verbose`` after the version line: one ``key: value`` line each."""
-    return [f"{key}: {value}" for key, value in build_identity_with_rg().items()]
-
-
-async def check_build(ctx: Context) -> list[Finding]:
-    """What this awf-mcp is: version, commit, Python, C library, rg, the platform it was built for."""
-    identity = build_identity_with_rg()
+    identity = build_identity(ripgrep_binary())
     detail = (
         f"awf-mcp {__version__} (commit {identity['commit']}), {identity['python']} on "
         f"{identity['libc']}, {identity['rg']}, built for {identity['built for']}"

@@ -228,10 +228,11 @@ def print_version(verbose: bool = False) -> None:
     """``awf-mcp --version [--verbose]``: the version line; verbose, then what the build is."""
     print(f"awf-mcp {__version__}")
     if verbose:
-        from awf_mcp.cli.doctor import build_lines
+        from awf_mcp.builtins.ripgrep import ripgrep_binary
+        from awf_mcp.ops.buildinfo import build_identity
 
-        for line in build_lines():
-            print(line)
+        for key, value in build_identity(ripgrep_binary()).items():
+            print(f"{key}: {value}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

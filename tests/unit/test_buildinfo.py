@@ -23,7 +23,7 @@ def test_a_portable_build_names_its_commit_platform_and_the_libc_it_carries(
     record = {"commit": "0123456789ab", "platform": "linux-x86_64", "libc": "glibc 2.36", "portable": True}
     (tmp_path / BUILD_RECORD).write_text(json.dumps(record))
     in_a_bundle(monkeypatch, tmp_path)
-    identity = build_identity()
+    identity = build_identity(None)
     assert identity["commit"] == "0123456789ab"
     assert identity["built for"] == "linux-x86_64, against glibc 2.36"
     assert identity["libc"].endswith(" (carried by the binary)")
@@ -38,9 +38,18 @@ def test_a_missing_or_malformed_record_reads_as_unknown(
 ) -> None:
     (tmp_path / BUILD_RECORD).write_bytes(content)
     in_a_bundle(monkeypatch, tmp_path)
-    identity = build_identity()
+    identity = build_identity(None)
     assert identity["commit"] == "unknown" and identity["libc"].endswith(" (the machine's)")
 
 
 def test_a_pip_install_has_no_record() -> None:
-    assert build_identity()["commit"] == "unknown"
+    assert build_identity(None)["commit"] == "unknown"
+
+
+def test_the_rg_it_is_given_is_named_by_its_version_or_why_it_does_not_run(tmp_path: Path) -> None:
+    fake = tmp_path / "rg"
+    fake.write_text("#!/bin/sh\necho 'ripgrep 14.1.0'\n")
+    fake.chmod(0o755)
+    assert build_identity(str(fake))["rg"] == "ripgrep 14.1.0"
+    assert build_identity(str(tmp_path / "missing"))["rg"].startswith("does not run (")
+    assert build_identity(None)["rg"] == "does not run (none found)"
