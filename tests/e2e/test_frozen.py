@@ -96,6 +96,15 @@ def test_tools_list_shows_every_builtin(home: dict[str, str]) -> None:
     assert {tool["source"] for tool in json.loads(done.stdout)["tools"]} == {"builtin"}
 
 
+def test_client_configuration_names_the_binary_itself_not_an_unpacked_copy(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    done = run("config", "claude", env=home, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f'"command": {json.dumps(str(Path(BINARY).absolute()))}' in done.stdout, done.stdout
+    assert "staticx-" not in done.stdout and "_MEI" not in done.stdout
+
+
 def test_the_binary_bundles_metadata_for_what_it_bundles(home: dict[str, str]) -> None:
     done = run("plugins", "list", "--json", env=home)
     assert done.returncode == 0, done.stderr
