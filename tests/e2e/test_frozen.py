@@ -1,8 +1,10 @@
 """The PyInstaller single executable, end to end: ``AWF_MCP_BINARY`` names it (CI builds it).
 
 Covers ``--version``, ``tools list``, ``serve`` with the SDK client calling every
-built-in, a plugin installed into a plugin directory by the binary itself, a
-mismatched compiled plugin, stdout purity, EOF and signals. Every test runs in
+built-in, a plugin installed into a plugin directory by the binary itself (one with a
+compiled extension too), a mismatched compiled plugin, stdout purity, EOF and signals
+(SIGKILL of each bootloader), and the binary in an empty root file system (``unshare`` and
+``chroot``, as root or in a user namespace): no loader, no libc, only what it carries. Every test runs in
 a fresh ``XDG_DATA_HOME`` and ``AWF_MCP_PLUGIN_PATH`` so only what the test puts
 there is found; the binary sees no site-packages of its own.
 """
