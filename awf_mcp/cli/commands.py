@@ -23,6 +23,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from awf_mcp import __version__
 from awf_mcp.cli.doctor import doctor_command
 from awf_mcp.cli.options import SERVE_DESCRIPTION, with_options
 from awf_mcp.cli.servers import servers_app
@@ -51,9 +52,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print stable JSON for scr
 
 def _version_callback(value: bool) -> None:
     if value:
-        from awf_mcp.cli.main import print_version
-
-        print_version()
+        print(f"awf-mcp {__version__}")
         raise typer.Exit(0)
 
 
@@ -63,14 +62,6 @@ def root_callback(
         bool,
         typer.Option(
             "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
-        ),
-    ] = False,
-    verbose: Annotated[
-        bool,
-        typer.Option(
-            "--verbose",
-            help="With --version alone: also the commit, the Python and C library it runs on, its rg, "
-            "and the platform it was built for.",
         ),
     ] = False,
 ) -> None:

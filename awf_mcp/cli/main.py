@@ -2,9 +2,8 @@
 
 Every agent session starts ``awf-mcp serve``, so its start-up is paid constantly.
 :func:`main` sends ``serve`` straight to :func:`serve` — the :mod:`argparse` parser
-generated from :mod:`awf_mcp.cli.options` and the serve loop — answers ``--version``
-(``--verbose``: what the build is) itself, and sends everything else to the Typer
-application in :mod:`awf_mcp.cli.commands`, which is imported only then.
+generated from :mod:`awf_mcp.cli.options` and the serve loop — and everything else to
+the Typer application in :mod:`awf_mcp.cli.commands`, which is imported only then.
 Typer, click and rich never load on the serve path (``tests/unit/test_architecture.py``
 checks it).
 
@@ -224,27 +223,13 @@ def follow_the_wrapper() -> None:
     wrapper.end_with_it()
 
 
-def print_version(verbose: bool = False) -> None:
-    """``awf-mcp --version [--verbose]``: the version line; verbose, then what the build is."""
-    print(f"awf-mcp {__version__}")
-    if verbose:
-        from awf_mcp.builtins.ripgrep import ripgrep_binary
-        from awf_mcp.ops.buildinfo import build_identity
-
-        for key, value in build_identity(ripgrep_binary()).items():
-            print(f"{key}: {value}")
-
-
 def main(argv: Sequence[str] | None = None) -> None:
-    """Console-script entry point: ``serve`` and ``--version`` here, every other command through Typer."""
+    """Console-script entry point: ``serve`` here, every other command through Typer."""
     follow_the_bootloader()
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         if args[:1] == ["serve"]:
             serve(args[1:])
-            return
-        if "--version" in args and set(args) <= {"--version", "--verbose"}:
-            print_version(verbose="--verbose" in args)
             return
         from awf_mcp.cli.commands import app
 

@@ -111,13 +111,13 @@ def server_command(
 ) -> list[str]:
     """The argv that starts this awf-mcp, as an absolute path an agent can run from anywhere.
 
-    The frozen single executable (the file started, not the copy the portable one runs from)
-    and the ``awf-mcp`` console script are named by their own absolute path; anything else
-    (``python -m awf_mcp``) becomes ``[sys.executable, "-m", "awf_mcp"]``.
+    The frozen single executable and the ``awf-mcp`` console script are named by their
+    own absolute path; anything else (``python -m awf_mcp``) becomes
+    ``[sys.executable, "-m", "awf_mcp"]``.
     """
     argv0 = sys.argv[0] if argv0 is None else argv0
     frozen = bool(getattr(sys, "frozen", False)) if frozen is None else frozen
-    if executable is None:
+    if executable is None:  # the portable binary: the file started, not the copy it runs from
         executable = launched_executable(frozen=frozen)
     if frozen:
         return [str(Path(executable).absolute())]

@@ -519,15 +519,15 @@ def test_the_binary_needs_nothing_from_the_machine(tmp_path: Path) -> None:
     assert listed.returncode == 0, listed.stderr
     assert set(BUILTINS) <= {tool["name"] for tool in json.loads(listed.stdout)["tools"]}
     assert list((root / "tmp").iterdir()) == []  # both bootloaders cleaned up after themselves
-    verbose = subprocess.run(
-        in_root(root, "/awf-mcp", "--version", "--verbose"), capture_output=True, text=True, env=ROOT_ENV
+    doctor = subprocess.run(
+        in_root(root, "/awf-mcp", "doctor", "--json"), capture_output=True, text=True, env=ROOT_ENV
     )
-    said = dict(line.split(": ", 1) for line in verbose.stdout.splitlines()[1:])
-    assert verbose.returncode == 0 and said["commit"] != "unknown", verbose.stdout + verbose.stderr
+    (build,) = [finding for finding in json.loads(doctor.stdout)["findings"] if finding["check"] == "build"]
+    said = build["data"]
+    assert said["commit"] != "unknown" and said["version"] == awf_mcp.__version__, said
     assert said["libc"].startswith("glibc ") and said["libc"].endswith("(carried by the binary)"), said
-    assert said["rg"].startswith("ripgrep 14") and said["built for"].startswith(
-        f"linux-{os.uname().machine}, against glibc"
-    )
+    assert said["rg"].startswith("ripgrep 14"), said
+    assert said["built for"].startswith(f"linux-{os.uname().machine}, against glibc"), said
 
 
 @pytest.mark.anyio
