@@ -20,7 +20,8 @@ Sections:
                   ``dist/awf-mcp-onedir/awf-mcp`` (or ``$AWF_MCP_BINARY_ONEDIR``), each measured
                   when present (build them with ``scripts/build-binary.sh``, ``AWF_MCP_ONEDIR=1``
                   for the directory). A frozen binary sees no site-packages plugins, so it is
-                  compared with the built-ins-only row;
+                  compared with the built-ins-only row. ``$AWF_MCP_BINARY_BASELINE`` adds
+                  another one-file binary to compare with (start-up and ``bash``);
 * ``throughput``  sequential ``Read`` of a 2,000-line file: awf-mcp vs the Node reference
                   server (``@modelcontextprotocol/server-filesystem``, npm-installed into a temp
                   dir; skipped with a message without npm) vs the bare SDK floor (same text
@@ -29,6 +30,9 @@ Sections:
                   apart: the same awf-mcp serves a plugin's two tools returning the text from
                   memory, on the event loop and (a fresh copy) in a worker thread;
 * ``concurrency`` 16 concurrent ``Bash`` ``sleep 1`` calls: total wall time;
+* ``bash``        one ``Bash`` ``true`` call at a time on a warm server, median of 30: the pip
+                  install vs the frozen one-file binary (when present) and the baseline binary,
+                  and the difference;
 * ``memory``      RSS after start-up and after 5,000 ``Read`` calls, awf-mcp vs the bare SDK;
 * ``plugins``     start-up with 0 vs 50 trivial plugins in ``AWF_MCP_PLUGIN_PATH``;
 * ``exit``        stdin EOF -> process exit;
@@ -87,7 +91,7 @@ from workloads import (  # noqa: E402
     read_file_text,
 )
 
-SECTIONS = ("startup", "throughput", "concurrency", "memory", "plugins", "exit", "grep", "upstream")
+SECTIONS = ("startup", "throughput", "concurrency", "bash", "memory", "plugins", "exit", "grep", "upstream")
 NODE_PACKAGE = "@modelcontextprotocol/server-filesystem"
 MIB = 1024 * 1024
 OUTPUT_BUDGET = MIB
@@ -190,6 +194,7 @@ class Setup:
     awf_script: str
     frozen: str | None
     frozen_onedir: str | None
+    frozen_baseline: str | None
     cache_dir: Path
 
     def base_env(self, **extra: str) -> dict[str, str]:
@@ -245,6 +250,17 @@ class Setup:
             self.base_env(),
         )
 
+    def frozen_baseline_variant(self) -> Variant | None:
+        """Another one-file binary to compare with (``$AWF_MCP_BINARY_BASELINE``, e.g. an older build)."""
+        if not self.frozen_baseline:
+            return None
+        return Variant(
+            "frozen baseline",
+            "frozen binary, baseline (built-ins)",
+            [self.frozen_baseline, "serve", "--root", str(self.work)],
+            self.base_env(),
+        )
+
 
 def cold_start(variant: Variant) -> tuple[float, int]:
     """Seconds from spawn to the ``tools/list`` answer, and how many tools it listed."""
@@ -292,6 +308,9 @@ def bench_startup(setup: Setup, report: Report) -> None:
     onedir = setup.frozen_variant(onedir=True)
     if onedir is not None:
         variants.append(onedir)
+    baseline = setup.frozen_baseline_variant()
+    if baseline is not None:
+        variants.append(baseline)
     log(f"[startup] {len(variants)} variants x {setup.runs} runs")
     results = interleaved_starts(variants, setup.runs)
     report.details["startup"] = results
@@ -327,6 +346,9 @@ def bench_startup(setup: Setup, report: Report) -> None:
             1.5,
             "<=",
         )
+    if frozen is not None and baseline is not None:
+        added = results["frozen"]["median_s"] - results["frozen baseline"]["median_s"]
+        report.row("startup", "frozen - frozen baseline", added * 1000, "ms")
     if onedir is not None:
         report.row(
             "startup",
@@ -503,6 +525,36 @@ def bench_concurrency(setup: Setup, report: Report) -> None:
     report.details["concurrency"] = {"calls": 16, "command": "sleep 1", "wall_s": walls}
     report.row("concurrency", "16 x Bash `sleep 1`, wall time", wall, "s", f"of {repeats} runs")
     report.target("16 x sleep 1 concurrently", wall, 2.0, "<", "s")
+
+
+def bench_bash(setup: Setup, report: Report) -> None:
+    """One ``Bash`` call of ``true`` at a time, on a warm server: pip install vs the frozen binary."""
+    calls = 10 if setup.quick else 30
+    variants = [setup.awf()]
+    frozen = setup.frozen_variant()
+    for extra in (frozen, setup.frozen_baseline_variant()):
+        if extra is not None:
+            variants.append(extra)
+    log(f"[bash] {len(variants)} variants x {calls} calls")
+    times: dict[str, list[float]] = {}
+    for variant in variants:
+        with variant.spawn(cwd=str(setup.work)) as conn:
+            conn.handshake()
+            conn.call_tool("Bash", {"command": "true"})  # untimed: imports on first use
+            for _ in range(calls):
+                started = time.perf_counter()
+                result = conn.call_tool("Bash", {"command": "true"})
+                times.setdefault(variant.key, []).append(time.perf_counter() - started)
+                if result.get("isError"):
+                    raise ServerError(f"Bash true failed: {text_of(result)}")
+    report.details["bash"] = {key: {"median_s": median(v), "runs": v} for key, v in times.items()}
+    for variant in variants:
+        values = times[variant.key]
+        report.row("bash", f"Bash `true`, one call: {variant.label}", median(values) * 1000, "ms",
+                   f"max {max(values) * 1000:.0f}")  # fmt: skip
+    if frozen is not None:
+        added = median(times["frozen"]) - median(times["awf-mcp"])
+        report.row("bash", "Bash call: frozen binary - pip install", added * 1000, "ms")
 
 
 def bench_memory(setup: Setup, report: Report) -> None:
@@ -708,6 +760,7 @@ BENCHES: dict[str, Callable[[Setup, Report], None]] = {
     "startup": bench_startup,
     "throughput": bench_throughput,
     "concurrency": bench_concurrency,
+    "bash": bench_bash,
     "memory": bench_memory,
     "plugins": bench_plugins,
     "exit": bench_exit,
@@ -860,6 +913,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             awf_script=script,
             frozen=find_binary("AWF_MCP_BINARY", REPO / "dist" / "awf-mcp"),
             frozen_onedir=find_binary("AWF_MCP_BINARY_ONEDIR", REPO / "dist" / "awf-mcp-onedir" / "awf-mcp"),
+            frozen_baseline=os.environ.get("AWF_MCP_BINARY_BASELINE") or None,
             cache_dir=cache_dir,
         )
         for name in args.sections:

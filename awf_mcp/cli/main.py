@@ -139,6 +139,7 @@ def follow_the_bootloader() -> bool:
         global _unpacked
         _unpacked = (bundle, os.getppid())
         atexit.register(remove_the_bundle_if_orphaned)
+    follow_the_wrapper()
     return True
 
 
@@ -150,12 +151,105 @@ def remove_the_bundle_if_orphaned() -> None:
     """At exit: remove the unpacked bundle when its bootloader has died, as nobody else will.
 
     While the bootloader lives, this process is its child and it removes the bundle itself.
+    The same holds for the portable binary's outermost process and what it unpacked.
     """
-    if _unpacked is None or os.getppid() == _unpacked[1]:
-        return
     import shutil
 
-    shutil.rmtree(_unpacked[0], ignore_errors=True)
+    if _unpacked is not None and os.getppid() != _unpacked[1]:
+        shutil.rmtree(_unpacked[0], ignore_errors=True)
+    if _wrapper is not None and not _wrapper.alive():
+        shutil.rmtree(_wrapper.directory, ignore_errors=True)
+
+
+class Wrapper:
+    """The portable binary's outermost process: staticx's bootloader, and the directory it unpacked.
+
+    Known by a pidfd where the kernel has them (Linux 5.3), else by the pid it had while it
+    was, checked to be the parent of this process's parent.
+    """
+
+    def __init__(self, pid: int, directory: str, bootloader: int) -> None:
+        self.pid, self.directory, self.bootloader = pid, directory, bootloader
+        try:
+            self.pidfd: int | None = os.pidfd_open(pid)
+        except OSError:
+            self.pidfd = None
+
+    def alive(self, timeout: float | None = 0) -> bool:
+        """Whether it still runs; ``timeout=None`` waits until it has ended, then says False."""
+        import select
+        import time
+
+        if self.pidfd is not None:
+            return not select.select([self.pidfd], [], [], timeout)[0]
+        while parent_pid(self.bootloader) == self.pid:
+            if timeout is not None:
+                return True
+            time.sleep(0.5)
+        return False
+
+    def end_with_it(self) -> None:
+        """In a daemon thread: wait for the wrapper to end, then SIGTERM this process.
+
+        Not when the bootloader in between has died first: its death signal already asked
+        this process to stop (the wrapper ends because it did), and a second SIGTERM in the
+        middle of shutting down would cut the cleanup short.
+        """
+        import signal
+
+        def wait() -> None:
+            self.alive(timeout=None)
+            if os.getppid() == self.bootloader:
+                os.kill(os.getpid(), signal.SIGTERM)
+
+        threading.Thread(target=wait, name="awf-mcp-wrapper-watch", daemon=True).start()
+
+
+_wrapper: Wrapper | None = None
+"""The portable binary's staticx bootloader, when this process runs under one."""
+
+
+def parent_pid(pid: int) -> int | None:
+    """The parent of process ``pid`` per ``/proc`` (None when it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+        return int(stat.rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def follow_the_wrapper() -> None:
+    """In the portable binary, also end with the outermost process, staticx's bootloader.
+
+    The portable one file runs as three processes: staticx's static bootloader unpacks the
+    loader, libc and PyInstaller's binary into ``$STATICX_BUNDLE_DIR`` and runs that binary,
+    the bootloader :func:`follow_the_bootloader` follows, whose child is this interpreter.
+    SIGKILL of the outermost process orphans the other two and leaves its directory behind.
+    So a daemon thread here waits for it to end and then sends this process SIGTERM, and the
+    directory is removed at exit once its owner is gone. Nothing happens unless the process
+    two levels up is the very file ``$STATICX_PROG_PATH`` names and this interpreter runs
+    from ``$STATICX_BUNDLE_DIR``.
+    """
+    directory = os.environ.get("STATICX_BUNDLE_DIR", "")
+    started = os.environ.get("STATICX_PROG_PATH", "")
+    if not directory or not started or not Path(directory).name.startswith("staticx-"):
+        return
+    if not Path(sys.executable).resolve().is_relative_to(Path(directory).resolve()):
+        return
+    bootloader = os.getppid()
+    outermost = parent_pid(bootloader)
+    try:
+        if outermost is None or not os.path.samefile(f"/proc/{outermost}/exe", started):
+            return
+    except OSError:
+        return
+    wrapper = Wrapper(outermost, directory, bootloader)
+    if parent_pid(bootloader) != outermost and wrapper.pidfd is not None:
+        os.close(wrapper.pidfd)  # it ended before its pidfd was opened: the pid may be another's now
+        wrapper.pidfd = None
+    global _wrapper
+    _wrapper = wrapper
+    wrapper.end_with_it()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -9,6 +9,15 @@ it is the bootloader's. :func:`child_environment` returns the user's environment
 was before the bootloader changed it (PyInstaller keeps the original in ``VAR_ORIG``).
 Outside a frozen binary it is ``os.environ`` unchanged.
 
+The portable binary is PyInstaller's wrapped by staticx, whose static bootloader unpacks
+the loader and libc the bundle was built against and runs PyInstaller's binary on them. It
+adds ``STATICX_BUNDLE_DIR`` and ``STATICX_PROG_PATH`` (:data:`WRAPPER_VARIABLES`), and
+changes no library path: the wrapped binary finds its libraries through its own patched
+ELF headers, which no child inherits. A child gets neither variable, so it runs on the
+machine's own loader and libraries, and an awf-mcp it starts is not taken for a wrapped one.
+:func:`launched_executable` is the file the user started (``$STATICX_PROG_PATH``), not the
+unpacked copy ``sys.executable`` names.
+
 The one exception is the binary starting itself again (the Bash keeper):
 :func:`reentry_environment` keeps the bootloader's variables, so the new process runs in
 place from the bundle this one unpacked, instead of a second bootloader unpacking all of
@@ -26,6 +35,8 @@ import sys
 from collections.abc import Mapping
 
 LIBRARY_PATH_VARIABLES = ("LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "LIBPATH")
+WRAPPER_VARIABLES = ("STATICX_BUNDLE_DIR", "STATICX_PROG_PATH")
+"""What staticx's bootloader tells the portable binary: where it unpacked, and what was started."""
 
 
 def child_environment(
@@ -41,9 +52,21 @@ def child_environment(
             env[var] = original
         else:
             env.pop(var, None)
-    for var in [v for v in env if v.startswith("_PYI_") or v == "_MEIPASS2"]:
+    for var in [v for v in env if v.startswith("_PYI_") or v == "_MEIPASS2" or v in WRAPPER_VARIABLES]:
         del env[var]
     return env
+
+
+def launched_executable(environ: Mapping[str, str] | None = None, *, frozen: bool | None = None) -> str:
+    """The executable file the user started: for the frozen binary, the path a client should run.
+
+    The portable binary runs from a copy staticx unpacked into a temporary directory, removed
+    at exit; ``$STATICX_PROG_PATH`` names the file itself. Otherwise ``sys.executable``.
+    """
+    own = os.environ if environ is None else environ
+    if (getattr(sys, "frozen", False) if frozen is None else frozen) and own.get("STATICX_PROG_PATH"):
+        return own["STATICX_PROG_PATH"]
+    return sys.executable
 
 
 def reentry_environment(

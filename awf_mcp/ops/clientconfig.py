@@ -37,6 +37,7 @@ from typing import Any
 
 from awf_mcp.errors import UserError
 from awf_mcp.ops import nativetools
+from awf_mcp.ops.childenv import launched_executable
 from awf_mcp.ops.clientprofiles import (
     CLIENTS,
     GEMINI_TIMEOUT_MS,
@@ -118,8 +119,9 @@ def server_command(
     project the agent opens) off ``sys.path``, so a repository's ``awf_mcp/`` is not imported.
     """
     argv0 = sys.argv[0] if argv0 is None else argv0
-    executable = sys.executable if executable is None else executable
     frozen = bool(getattr(sys, "frozen", False)) if frozen is None else frozen
+    if executable is None:  # the portable binary: the file started, not the copy it runs from
+        executable = launched_executable(frozen=frozen)
     if frozen:
         return [str(Path(executable).absolute())]
     name = Path(argv0).name.lower()

@@ -1,8 +1,10 @@
 """The PyInstaller single executable, end to end: ``AWF_MCP_BINARY`` names it (CI builds it).
 
 Covers ``--version``, ``tools list``, ``serve`` with the SDK client calling every
-built-in, a plugin installed into a plugin directory by the binary itself, a
-mismatched compiled plugin, stdout purity, EOF and signals. Every test runs in
+built-in, a plugin installed into a plugin directory by the binary itself (one with a
+compiled extension too), a mismatched compiled plugin, stdout purity, EOF and signals
+(SIGKILL of each bootloader), and the binary in an empty root file system (``unshare`` and
+``chroot``, as root or in a user namespace): no loader, no libc, only what it carries. Every test runs in
 a fresh ``XDG_DATA_HOME`` and ``AWF_MCP_PLUGIN_PATH`` so only what the test puts
 there is found; the binary sees no site-packages of its own.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -29,6 +32,7 @@ from tests.helpers.harness import alive, children_of, parent_of, text_of
 BINARY = os.environ.get("AWF_MCP_BINARY", "")
 REPO = Path(__file__).resolve().parents[2]
 ECHO = REPO / "plugins" / "awf-plugin-echo"
+NATIVE = REPO / "tests" / "fixtures" / "awf-plugin-native"
 BUILTINS = ("Bash", "Edit", "Glob", "Grep", "Read", "Write")
 
 pytestmark = [
@@ -95,6 +99,15 @@ def test_tools_list_shows_every_builtin(home: dict[str, str]) -> None:
     names = [tool["name"] for tool in json.loads(done.stdout)["tools"]]
     assert names == sorted(names) and set(BUILTINS) <= set(names)
     assert {tool["source"] for tool in json.loads(done.stdout)["tools"]} == {"builtin"}
+
+
+def test_client_configuration_names_the_binary_itself_not_an_unpacked_copy(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    done = run("config", "claude", env=home, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f'"command": {json.dumps(str(Path(BINARY).absolute()))}' in done.stdout, done.stdout
+    assert "staticx-" not in done.stdout and "_MEI" not in done.stdout
 
 
 def test_the_binary_bundles_metadata_for_what_it_bundles(home: dict[str, str]) -> None:
@@ -242,6 +255,27 @@ async def test_a_plugin_installed_for_the_binary_is_served(home: dict[str, str],
     assert list(target.glob("*.dist-info")) == []
 
 
+@pytest.mark.anyio
+async def test_a_plugin_with_a_compiled_extension_installs_and_runs(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    """``plugins install`` builds or picks a wheel the binary's own interpreter and libc load."""
+    done = run("plugins", "install", str(NATIVE), env=home, timeout=300)
+    assert done.returncode == 0, done.stderr
+    target = Path(home["AWF_MCP_PLUGIN_PATH"])
+    assert list(target.glob("awf_plugin_native/_native.*.so")), sorted(p.name for p in target.rglob("*"))
+    params = StdioServerParameters(command=BINARY, args=["serve", "--no-builtins"], env=home)
+    with (tmp_path / "stderr.log").open("w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            assert [tool.name for tool in (await session.list_tools()).tools] == ["native_hypot"]
+            result = await session.call_tool("native_hypot", {"a": 3, "b": 4})
+    assert not result.is_error and text_of(result) == "5.0", text_of(result)
+
+
 def test_a_mismatched_compiled_plugin_is_one_line_not_a_crash(home: dict[str, str]) -> None:
     from tests.helpers.distributions import make_distribution
 
@@ -367,23 +401,38 @@ def test_sigkill_of_the_process_a_client_started_leaves_no_server_behind(
             process.wait()
 
 
-def test_sigkill_of_the_bootloader_leaves_no_unpacked_bundle_behind(
-    home: dict[str, str], tmp_path: Path
+def launch_chain(pid: int) -> list[int]:
+    """``pid`` and its descendants down to the Python server, each the only child of the one before.
+
+    The one-file binary is PyInstaller's bootloader and the server; the portable one has
+    staticx's bootloader above them (idle servers start no other process).
+    """
+    chain = [pid]
+    while children := [child for child in children_of(chain[-1]) if parent_of(child) == chain[-1]]:
+        assert len(children) == 1, f"{chain[-1]} has children {children}"
+        chain.append(children[0])
+    return chain
+
+
+@pytest.mark.parametrize("victim", ["the process the client started", "the server's parent"])
+def test_sigkill_of_a_bootloader_leaves_no_unpacked_bundle_behind(
+    home: dict[str, str], tmp_path: Path, victim: str
 ) -> None:
-    """The bootloader removes the 50 MB it unpacked; killed, it cannot, so the server does."""
+    """Each bootloader removes what it unpacked (50 MB each); killed, it cannot, so the server does."""
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     process = start_raw({**home, "TMPDIR": str(scratch)}, tmp_path)  # stdin stays open: no EOF
     try:
-        assert [entry.name[:4] for entry in scratch.iterdir()] == ["_MEI"]
-        servers = [pid for pid in children_of(process.pid) if parent_of(pid) == process.pid]
-        assert servers, "no server process under the bootloader"
-        process.kill()
+        chain = launch_chain(process.pid)
+        unpacked = sorted(entry.name[:4] for entry in scratch.iterdir())
+        assert unpacked == (["_MEI", "stat"] if len(chain) == 3 else ["_MEI"]), (chain, unpacked)
+        killed = chain[0] if victim == "the process the client started" else chain[-2]
+        os.kill(killed, signal.SIGKILL)
         process.wait()
         deadline = time.monotonic() + 10
-        while (any(alive(pid) for pid in servers) or list(scratch.iterdir())) and time.monotonic() < deadline:
+        while (any(alive(pid) for pid in chain) or list(scratch.iterdir())) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not any(alive(pid) for pid in servers), f"left running: {servers}"
+        assert not any(alive(pid) for pid in chain), f"left running: {chain}"
         assert list(scratch.iterdir()) == []
     finally:
         if process.poll() is None:
@@ -406,3 +455,131 @@ def test_cold_start_is_reported(home: dict[str, str], tmp_path: Path) -> None:
     assert process.wait(timeout=10) == 0
     print(f"\ncold start (spawn -> tools/list answered): {elapsed * 1000:.0f} ms")
     assert elapsed < 30
+
+
+# ---------------------------------------------------------------- nothing from the machine: an empty root
+
+
+def empty_root(tmp_path: Path, *host_tools: str) -> Path:
+    """A root file system holding the binary, empty ``/dev``, ``/proc``, ``/tmp``, ``/work`` and a home.
+
+    ``host_tools`` (absolute paths) come along with the loader and libraries ``ldd`` names
+    for them, at the same paths, plus ``/etc/passwd`` and ``/etc/group``: the machine's own
+    programs for Bash to run, on the machine's own libc, next to a binary that carries its own.
+    """
+    root = tmp_path / "root"
+    for directory in ("dev", "proc", "tmp", "work", "home/user"):
+        (root / directory).mkdir(parents=True)
+    (root / "tmp").chmod(0o1777)
+    shutil.copy2(BINARY, root / "awf-mcp")
+    needed = set(host_tools)
+    for tool in host_tools:
+        listed = subprocess.run(["ldd", tool], capture_output=True, text=True, check=True).stdout
+        needed.update(word for word in listed.split() if word.startswith("/"))
+    if host_tools:
+        needed.update(("/etc/passwd", "/etc/group"))
+    for path in needed:
+        (root / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(os.path.realpath(path), root / path.lstrip("/"))
+    return root
+
+
+def in_root(root: Path, *argv: str) -> list[str]:
+    """``argv`` run chrooted into ``root``, with ``/dev`` and a ``/proc`` of its own mounted there."""
+    unshare, mount, chroot, sh = (shutil.which(name) for name in ("unshare", "mount", "chroot", "sh"))
+    assert unshare and mount and chroot and sh, (
+        "unshare, mount, chroot and sh are needed (util-linux, coreutils)"
+    )
+    options = ["--mount", "--pid", "--fork", "--kill-child"]
+    if os.geteuid() != 0:
+        options.insert(0, "--map-root-user")
+    script = f'{mount} --rbind /dev "$0/dev" && {mount} -t proc proc "$0/proc" && exec {chroot} "$0" "$@"'
+    return [unshare, *options, sh, "-c", script, str(root), *argv]
+
+
+ROOT_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "HOME": "/home/user",
+    "TMPDIR": "/tmp",
+    "XDG_STATE_HOME": "/home/user/.local/state",
+    "LANG": "C.UTF-8",
+}
+
+
+def test_the_binary_needs_nothing_from_the_machine(tmp_path: Path) -> None:
+    """No libc, no loader, no shell in the root: the binary starts, lists its tools and names itself."""
+    root = empty_root(tmp_path)
+    assert sorted(p.name for p in (root / "awf-mcp").parent.iterdir()) == [
+        "awf-mcp", "dev", "home", "proc", "tmp", "work",
+    ]  # fmt: skip
+    version = subprocess.run(
+        in_root(root, "/awf-mcp", "--version"), capture_output=True, text=True, env=ROOT_ENV
+    )
+    assert version.returncode == 0 and version.stdout == f"awf-mcp {awf_mcp.__version__}\n", version.stderr
+    listed = subprocess.run(
+        in_root(root, "/awf-mcp", "tools", "list", "--json"), capture_output=True, text=True, env=ROOT_ENV
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert set(BUILTINS) <= {tool["name"] for tool in json.loads(listed.stdout)["tools"]}
+    assert list((root / "tmp").iterdir()) == []  # both bootloaders cleaned up after themselves
+    doctor = subprocess.run(
+        in_root(root, "/awf-mcp", "doctor", "--json"), capture_output=True, text=True, env=ROOT_ENV
+    )
+    (build,) = [finding for finding in json.loads(doctor.stdout)["findings"] if finding["check"] == "build"]
+    said = build["data"]
+    assert said["commit"] != "unknown" and said["version"] == awf_mcp.__version__, said
+    assert said["libc"].startswith("glibc ") and said["libc"].endswith("(carried by the binary)"), said
+    assert said["rg"].startswith("ripgrep 14"), said
+    assert said["built for"].startswith(f"linux-{os.uname().machine}, against glibc"), said
+
+
+@pytest.mark.anyio
+async def test_the_binary_serves_in_an_empty_root(tmp_path: Path) -> None:
+    """The file tools and the bundled rg run with no libc in the root; so does Bash, given a shell.
+
+    The shell and the programs it runs are the machine's own, with their libraries: they must
+    load those, never the libc the binary carries, and see none of its variables.
+    """
+    tools = [shutil.which(name) or name for name in ("bash", "cat", "env", "ls", "grep", "sort")]
+    root = empty_root(tmp_path, *tools)
+    (root / "bin").mkdir(exist_ok=True)
+    if not (root / "bin" / "bash").exists():
+        (root / "bin" / "bash").symlink_to(tools[0])
+    params = StdioServerParameters(
+        command=in_root(root)[0],
+        args=[*in_root(root)[1:], "/awf-mcp", "serve", "--root", "/work"],
+        env=ROOT_ENV,
+    )
+    with (tmp_path / "stderr.log").open("w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            assert set(BUILTINS) <= {tool.name for tool in (await session.list_tools()).tools}
+            results = {}
+            for name, arguments in [
+                ("Write", {"path": "notes.txt", "content": "alpha\nbeta\n"}),
+                ("Read", {"path": "notes.txt"}),
+                ("Edit", {"path": "notes.txt", "old": "beta", "new": "gamma"}),
+                ("Glob", {"pattern": "*.txt"}),
+                ("Grep", {"pattern": "gam+a"}),
+                ("Bash", {"command": 'ls -l notes.txt; "$(ls -d /tmp/_MEI*)/rg" --version'}),
+                ("Bash", {"command": "grep -h ' /' /proc/self/maps | grep -o '/[^ ]*' | sort -u"}),
+                ("Bash", {"command": "env | grep -E '^(LD_|_PYI|_MEI|STATICX)' | sort"}),
+            ]:
+                result = await session.call_tool(name, arguments)
+                assert not result.is_error, f"{name}: {text_of(result)}"
+                results.setdefault(name, []).append(text_of(result))
+    assert (root / "work" / "notes.txt").read_text() == "alpha\ngamma\n"
+    assert "alpha" in results["Read"][0] and "notes.txt" in results["Glob"][0]
+    assert "notes.txt" in results["Grep"][0] and "gamma" in results["Grep"][0]
+    listing, maps, leaked = results["Bash"]
+    # The server runs as uid 0 there (root, or mapped to it): the names come from the root's /etc.
+    assert " root root " in listing and "ripgrep 14" in listing, listing
+    loaded = [line for line in maps.splitlines() if line.startswith("/")]
+    assert any("libc.so" in line for line in loaded), maps
+    assert not any("staticx" in line or "_MEI" in line for line in loaded), (
+        maps
+    )  # the machine's libc, not ours
+    assert [line for line in leaked.splitlines() if "=" in line] == [], leaked

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
-from awf_mcp.ops.childenv import child_environment, reentry_environment
+from awf_mcp.ops.childenv import child_environment, launched_executable, reentry_environment
 
 BOOTLOADER_SET = {
     "LD_LIBRARY_PATH": "/tmp/_MEIabc",
@@ -12,6 +14,8 @@ BOOTLOADER_SET = {
     "DYLD_LIBRARY_PATH": "/tmp/_MEIabc",
     "_PYI_APPLICATION_HOME_DIR": "/tmp/_MEIabc",
     "_MEIPASS2": "/tmp/_MEIabc",
+    "STATICX_BUNDLE_DIR": "/tmp/staticx-abc",
+    "STATICX_PROG_PATH": "/opt/bin/awf-mcp",
     "HOME": "/home/u",
 }
 
@@ -54,3 +58,9 @@ def test_reentry_outside_a_frozen_binary_is_a_plain_copy() -> None:
     command_env = {"HOME": "/home/u"}
     passed = reentry_environment(command_env, BOOTLOADER_SET, frozen=False)
     assert passed == command_env and passed is not command_env
+
+
+def test_the_portable_binary_is_named_by_the_file_started_not_its_unpacked_copy() -> None:
+    assert launched_executable(BOOTLOADER_SET, frozen=True) == "/opt/bin/awf-mcp"
+    assert launched_executable({"HOME": "/home/u"}, frozen=True) == sys.executable
+    assert launched_executable(BOOTLOADER_SET, frozen=False) == sys.executable
