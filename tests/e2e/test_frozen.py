@@ -32,7 +32,7 @@ from tests.helpers.harness import alive, children_of, parent_of, text_of
 BINARY = os.environ.get("AWF_MCP_BINARY", "")
 REPO = Path(__file__).resolve().parents[2]
 ECHO = REPO / "plugins" / "awf-plugin-echo"
-NATIVE = REPO / "tests" / "fixtures" / "awf-plugin-native"
+NATIVE = REPO / "tests" / "fixtures" / "compiled-plugin"
 BUILTINS = ("Bash", "Edit", "Glob", "Grep", "Read", "Write")
 
 pytestmark = [
