@@ -38,8 +38,15 @@ def awf_mcp_instructions() -> str | None:
 
 
 @hookspec
-def awf_mcp_authorize_call(tool: str, source: str, arguments: Mapping[str, Any]) -> str | AskUser | None:
+def awf_mcp_authorize_call(
+    tool: str, source: str, arguments: Mapping[str, Any], kind: str
+) -> str | AskUser | None:
     """Called before every tool call; return a reason string to deny it, ``None`` to allow.
+
+    Getting a prompt and reading a resource ask too: ``kind`` tells them apart (``tool`` for a
+    call, ``prompt`` for ``prompts/get`` with ``tool`` the prompt's name, ``resource`` for
+    ``resources/read`` with ``tool`` the URI and ``arguments`` ``{"uri": URI}``). An
+    implementation that does not take ``kind`` is asked about every one of them alike.
 
     Return ``AskUser(reason)`` to have the user confirm the call first: the tool, its
     arguments (redacted as in the audit log) and ``reason`` are put to the user through

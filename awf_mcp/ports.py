@@ -195,6 +195,54 @@ class ToolDefinition:
     output_schema: JSONSchema | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class PromptArgument:
+    """One argument of a prompt (a string the client fills in)."""
+
+    name: str
+    description: str = ""
+    required: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PromptDefinition:
+    """One prompt as an agent sees it in ``prompts/list`` (named like a tool: ``<plugin>_<prompt>``).
+
+    Getting it gives a :class:`ToolResult` whose content items are the prompt's messages, in
+    order; its ``structured_content`` is ``{"description": str, "roles": [role, ...]}``, one
+    role (``user`` or ``assistant``) per message (:data:`PROMPT_ROLES`).
+    """
+
+    name: str
+    description: str = ""
+    arguments: tuple[PromptArgument, ...] = ()
+    source: str = BUILTIN_SOURCE
+    title: str | None = None
+
+
+PROMPT_ROLES = "roles"
+"""The key of a prompt result's ``structured_content`` listing each message's role."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceDefinition:
+    """One resource (or, with ``template``, a resource template: ``uri`` is an RFC 6570 template)
+    as an agent sees it in ``resources/list`` (``resources/templates/list``).
+
+    Reading it gives a :class:`ToolResult` whose content items are ``resource`` items, one per
+    content of the resource (``uri``, ``mime_type``, and ``text`` or base64 ``data``).
+    """
+
+    uri: str
+    name: str
+    description: str = ""
+    mime_type: str = ""
+    source: str = BUILTIN_SOURCE
+    template: bool = False
+    title: str | None = None
+    size: int | None = None
+
+
 ContentType = Literal["text", "image", "audio", "resource", "resource_link"]
 """The MCP content block types a result may carry."""
 

@@ -26,9 +26,18 @@ import json
 from typing import Any
 
 import mcp_types as types
+from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
 
-from awf_mcp.ports import ToolContent, ToolDefinition, ToolResult, visible_text
+from awf_mcp.ports import (
+    PROMPT_ROLES,
+    PromptDefinition,
+    ResourceDefinition,
+    ToolContent,
+    ToolDefinition,
+    ToolResult,
+    visible_text,
+)
 from awf_mcp.wire.framing import MAX_MESSAGE_BYTES
 
 RESULT_BYTE_LIMIT = MAX_MESSAGE_BYTES - 64 * 1024
@@ -192,3 +201,104 @@ def too_large_message(what: str, size: int) -> str:
         f"{visible_text(what)} is at least {size:,} bytes encoded, over the {MAX_MESSAGE_BYTES:,}-byte "
         "message limit, so it was not sent; ask for less (a narrower path, pattern, range or LIMIT)"
     )
+
+
+def prompt_to_mcp(prompt: PromptDefinition) -> types.Prompt:
+    """The MCP ``Prompt`` for a domain definition."""
+    return types.Prompt(
+        name=visible_text(prompt.name),
+        title=None if prompt.title is None else visible_text(prompt.title),
+        description=visible_text(prompt.description) or None,
+        arguments=[
+            types.PromptArgument(
+                name=visible_text(a.name),
+                description=visible_text(a.description) or None,
+                required=a.required,
+            )
+            for a in prompt.arguments
+        ]
+        or None,
+    )
+
+
+def resource_to_mcp(resource: ResourceDefinition) -> types.Resource:
+    """The MCP ``Resource`` for a domain definition (its URI unchanged)."""
+    return types.Resource(
+        uri=visible_text(resource.uri),
+        name=visible_text(resource.name),
+        title=None if resource.title is None else visible_text(resource.title),
+        description=visible_text(resource.description) or None,
+        mime_type=visible_text(resource.mime_type) or None,
+        size=resource.size,
+    )
+
+
+def template_to_mcp(template: ResourceDefinition) -> types.ResourceTemplate:
+    """The MCP ``ResourceTemplate`` for a domain definition (its template unchanged)."""
+    return types.ResourceTemplate(
+        uri_template=visible_text(template.uri),
+        name=visible_text(template.name),
+        title=None if template.title is None else visible_text(template.title),
+        description=visible_text(template.description) or None,
+        mime_type=visible_text(template.mime_type) or None,
+    )
+
+
+def _within_limit(result: ToolResult, what: str) -> None:
+    """Raise :class:`MCPError` saying so when ``result`` would not fit in one frame."""
+    try:
+        if not surely_within(result):
+            result_size(result)
+    except ResultTooLarge as exc:
+        raise MCPError(code=types.INTERNAL_ERROR, message=too_large_message(what, exc.size)) from None
+    except (RecursionError, TypeError, ValueError) as exc:
+        raise MCPError(
+            code=types.INTERNAL_ERROR, message=f"{what} cannot be encoded as JSON: {exc}"
+        ) from None
+
+
+def _failed(result: ToolResult) -> MCPError:
+    text = " ".join(item.text for item in result.content if item.type == "text") or "it failed"
+    return MCPError(code=types.INTERNAL_ERROR, message=visible_text(text))
+
+
+def prompt_result_to_mcp(result: ToolResult, name: str) -> types.GetPromptResult:
+    """The MCP ``GetPromptResult`` of a prompt result (see :class:`~awf_mcp.ports.PromptDefinition`);
+    an error result, or one over the frame limit, raises :class:`MCPError` with its sentence."""
+    if result.is_error:
+        raise _failed(result)
+    _within_limit(result, f"prompt {name}")
+    structured = result.structured_content if isinstance(result.structured_content, dict) else {}
+    roles = list(structured.get(PROMPT_ROLES) or [])
+    messages = [
+        types.PromptMessage(
+            role="assistant" if index < len(roles) and roles[index] == "assistant" else "user",
+            content=content_to_mcp(item),
+        )
+        for index, item in enumerate(result.content)
+    ]
+    description = structured.get("description")
+    return types.GetPromptResult(
+        description=visible_text(description) if isinstance(description, str) and description else None,
+        messages=messages,
+    )
+
+
+def read_result_to_mcp(result: ToolResult, uri: str) -> types.ReadResourceResult:
+    """The MCP ``ReadResourceResult`` of a read (``resource`` items; a ``text`` item, such as the note
+    of a cut, is text of ``uri``); an error result, or one over the frame limit (a large blob), raises
+    :class:`MCPError` with its sentence."""
+    if result.is_error:
+        raise _failed(result)
+    _within_limit(result, f"resource {uri}")
+    contents: list[types.TextResourceContents | types.BlobResourceContents] = []
+    for item in result.content:
+        at = visible_text(item.uri or uri)
+        mime = visible_text(item.mime_type) or None
+        if item.type == "resource" and item.data:
+            contents.append(types.BlobResourceContents(uri=at, mime_type=mime, blob=visible_text(item.data)))
+        elif item.type in ("resource", "text"):
+            contents.append(types.TextResourceContents(uri=at, mime_type=mime, text=visible_text(item.text)))
+        elif item.data:
+            contents.append(types.BlobResourceContents(uri=at, mime_type=mime, blob=visible_text(item.data)))
+    return types.ReadResourceResult(contents=contents)

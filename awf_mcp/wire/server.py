@@ -17,6 +17,8 @@ Where things are
   confirmation, sampling), on the back-channel or by ``input_required``;
 * :mod:`awf_mcp.wire.changes`  ``list_changed`` to handshake-era connections, and the
   stateless revision's ``subscriptions/listen`` streams;
+* :mod:`awf_mcp.wire.offerings`  prompts, resources, completions, subscriptions and log
+  messages (what the :class:`~awf_mcp.core.catalog.Catalog` offers, and only that);
 * :mod:`awf_mcp.wire.stdio`    one client over stdio: framing errors, the in-flight cap;
 * :mod:`awf_mcp.wire.http`     Streamable HTTP: token, Host/Origin checks, shutdown.
 
@@ -58,12 +60,14 @@ from mcp.server.subscriptions import ToolsListChanged
 from mcp.shared.exceptions import MCPError
 
 from awf_mcp.core.calls import ToolInvoker
+from awf_mcp.core.catalog import Catalog
 from awf_mcp.errors import UnknownToolError, describe_exception
 from awf_mcp.ports import InputRequired, ToolResult, visible_text
 from awf_mcp.wire.changes import ListedBy, ListenStreams
 from awf_mcp.wire.channel import ClientChannel, client_name, session_key
 from awf_mcp.wire.framing import Frame, Oversized, StdioWire
 from awf_mcp.wire.mapping import result_to_mcp, tool_to_mcp
+from awf_mcp.wire.offerings import OfferingHandlers
 from awf_mcp.wire.stdio import serve_stdio
 
 log = logging.getLogger("awf_mcp.wire.server")
@@ -95,6 +99,8 @@ class ToolsServer(Server[Any]):
     """
 
     tools_can_change: bool = False
+    prompts_can_change: bool = False
+    resources_can_change: bool = False
 
     def create_initialization_options(
         self,
@@ -102,9 +108,13 @@ class ToolsServer(Server[Any]):
         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
-        """The SDK's, advertising ``tools.listChanged`` when the tools can change, on every transport."""
+        """The SDK's, advertising ``listChanged`` of what can change (tools, prompts, resources)."""
         if notification_options is None:
-            notification_options = NotificationOptions(tools_changed=self.tools_can_change)
+            notification_options = NotificationOptions(
+                tools_changed=self.tools_can_change,
+                prompts_changed=self.prompts_can_change,
+                resources_changed=self.resources_can_change,
+            )
         return super().create_initialization_options(
             notification_options, experimental_capabilities, extensions
         )
@@ -120,13 +130,20 @@ class McpServer:
         name: str = SERVER_NAME,
         version: str = "",
         instructions: str | None = None,
+        catalog: Catalog | None = None,
     ) -> None:
         self.invoker = invoker
         self._tools = types.ListToolsResult(tools=[tool_to_mcp(d) for d in invoker.registry.definitions()])
-        can_change = invoker.registry.can_change
+        tools_can_change = invoker.registry.can_change
         self._listed_by = ListedBy("tools")  # handshake-era connections that listed the tools
         self._listen = ListenStreams()  # the stateless revision's subscriptions/listen streams
         invoker.registry.watch(self.notify_tools_changed)
+        if catalog is None:
+            catalog = Catalog(invoker.registry.records, invoker.registry.settings, invoker)
+        self.catalog = catalog
+        self.offerings = OfferingHandlers(catalog, self._listen)
+        offers = catalog.offers
+        can_change = tools_can_change or self.offerings.can_change or "subscribe" in offers
         self.sdk_server = ToolsServer(
             name,
             version=version,
@@ -135,7 +152,10 @@ class McpServer:
             on_call_tool=self._call_tool,
             on_subscriptions_listen=self._listen if can_change else None,
         )
-        self.sdk_server.tools_can_change = can_change
+        self.sdk_server.tools_can_change = tools_can_change
+        self.sdk_server.prompts_can_change = "prompts" in offers and "prompts_changed" in offers
+        self.sdk_server.resources_can_change = "resources" in offers and "resources_changed" in offers
+        self.offerings.register(self.sdk_server)
         # Added here: passing it to Server() warns that roots are deprecated as of 2026-07-28.
         self.sdk_server.add_notification_handler(
             "notifications/roots/list_changed", types.NotificationParams, self._roots_changed

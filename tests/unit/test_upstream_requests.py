@@ -48,6 +48,10 @@ class HeldSession:
         self.closed = anyio.Event()
         self.instructions: str | None = None
         self.on_tools_changed: Any = None
+        self.offers: frozenset[str] = frozenset()  # tools only
+        self.on_offerings_changed: Any = None
+        self.on_resource_updated: Any = None
+        self.on_log: Any = None
         self.on_request: Any = None
         self.release = anyio.Event()
         self.offered: ClientOffer | None = None

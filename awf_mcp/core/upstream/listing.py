@@ -12,13 +12,19 @@ tools that would take the server past its share of definition bytes
 from __future__ import annotations
 
 import logging
+from typing import Generic, TypeVar
 
 from awf_mcp import budget
+from awf_mcp.core.upstream.session import OfferedItem
 from awf_mcp.ports import (
+    PromptDefinition,
+    ResourceDefinition,
     ToolDefinition,
 )
 
 log = logging.getLogger("awf_mcp.upstream")
+
+Item = TypeVar("Item", ToolDefinition, PromptDefinition, ResourceDefinition)
 
 MAX_TOOL_DEFINITION_BYTES = 128 * 1024
 """The largest tool definition (name, description, schemas, annotations as JSON) awf-mcp serves."""
@@ -61,41 +67,65 @@ def _shown(name: str) -> str:
     return name if len(name) <= SHOWN_NAME_CHARS else name[:SHOWN_NAME_CHARS] + "…"
 
 
-class Listing:
-    """One listing of a server's tools under its byte bounds (see the module docstring)."""
+def item_bytes(item: ToolDefinition | OfferedItem) -> int:
+    """About how many bytes ``item`` takes in its list answer: its fields as UTF-8 JSON."""
+    if isinstance(item, ToolDefinition):
+        return definition_bytes(item)
+    if isinstance(item, PromptDefinition):
+        arguments = [[a.name, a.description, a.required] for a in item.arguments]
+        return budget.json_size([item.name, item.description, item.title, arguments])
+    return budget.json_size([item.uri, item.name, item.description, item.mime_type, item.title])
 
-    def __init__(self, served_bytes: int) -> None:
+
+def item_key(item: ToolDefinition | OfferedItem) -> str:
+    """What names ``item`` in its server's listing: a tool's or prompt's name, a resource's URI."""
+    return item.uri if isinstance(item, ResourceDefinition) else item.name
+
+
+KIND_WORDS = {"tools": "tool", "prompts": "prompt", "resources": "resource", "templates": "resource template"}
+"""The word for one item of each kind of listing, in the sentences about what was left out."""
+
+
+class Listing(Generic[Item]):
+    """One listing of a server's tools (or prompts, resources, templates: ``kind``) under its byte
+    bounds (see the module docstring)."""
+
+    def __init__(self, served_bytes: int, kind: str = "tools") -> None:
         self.served_bytes = served_bytes
-        self.kept: list[ToolDefinition] = []
+        self.kind = kind
+        self.kept: list[Item] = []
         self.left_out: list[str] = []
         self._names: set[str] = set()
         self._kept_bytes = 0
         self._read_bytes = 0
 
-    def take(self, tool: ToolDefinition) -> bool:
-        """Keep ``tool``, or note why it is left out; ``False`` when no further tool is to be read."""
+    def take(self, item: Item) -> bool:
+        """Keep ``item``, or note why it is left out; ``False`` when no further item is to be read."""
+        key = item_key(item)
         if self._read_bytes > MAX_LISTING_BYTES:
-            return self._stop(tool, MAX_LISTING_BYTES, "reads")
-        size = definition_bytes(tool)
+            return self._stop(key, MAX_LISTING_BYTES, "reads")
+        size = item_bytes(item)
         self._read_bytes += size
-        if tool.name in self._names:
-            self.left_out.append(f"tool '{_shown(tool.name)}' is listed twice: the second is left out")
+        word = KIND_WORDS.get(self.kind, self.kind)
+        if key in self._names:
+            self.left_out.append(f"{word} '{_shown(key)}' is listed twice: the second is left out")
         elif size > MAX_TOOL_DEFINITION_BYTES:
             self.left_out.append(
-                f"tool '{_shown(tool.name)}' is left out: its definition takes {size:,} bytes, over the "
-                f"{MAX_TOOL_DEFINITION_BYTES:,} awf-mcp serves of one tool"
+                f"{word} '{_shown(key)}' is left out: its definition takes {size:,} bytes, over the "
+                f"{MAX_TOOL_DEFINITION_BYTES:,} awf-mcp serves of one {word}"
             )
         elif self._kept_bytes + size > self.served_bytes:
-            return self._stop(tool, self.served_bytes, "serves")
+            return self._stop(key, self.served_bytes, "serves")
         else:
-            self._names.add(tool.name)
-            self.kept.append(tool)
+            self._names.add(key)
+            self.kept.append(item)
             self._kept_bytes += size
         return True
 
-    def _stop(self, tool: ToolDefinition, bound: int, verb: str) -> bool:
+    def _stop(self, key: str, bound: int, verb: str) -> bool:
+        kind = "resource templates" if self.kind == "templates" else self.kind
         self.left_out.append(
-            f"its tools from '{_shown(tool.name)}' on are left out: their definitions pass the "
+            f"its {kind} from '{_shown(key)}' on are left out: their definitions pass the "
             f"{bound:,} bytes awf-mcp {verb} of one server"
         )
         return False

@@ -25,6 +25,7 @@ from awf_mcp.core.upstream.listing import (
     Listing,
     text_bytes,
 )
+from awf_mcp.core.upstream.offerings import ServerOfferings
 from awf_mcp.core.upstream.routing import Flight, RequestRouting
 from awf_mcp.core.upstream.session import (
     NO_OFFER,
@@ -65,7 +66,7 @@ def backoff_seconds(deaths: int) -> float:
     return float(min(0.5 * 2 ** (deaths - 2), MAX_BACKOFF_SECONDS))
 
 
-class UpstreamProvider(RequestRouting):
+class UpstreamProvider(ServerOfferings, RequestRouting):
     """One upstream server as a :class:`~awf_mcp.ports.ToolProvider`; see the module docstring."""
 
     def __init__(
@@ -105,6 +106,7 @@ class UpstreamProvider(RequestRouting):
         """One sentence per tool (or run of tools) of the last listing left out, and for
         ``instructions`` left out (see the module docstring)."""
         self._instructions_left_out = ""
+        self._init_offerings()
 
     @property
     def running(self) -> bool:
@@ -126,6 +128,12 @@ class UpstreamProvider(RequestRouting):
             with anyio.fail_after(timeout):
                 session = await self._open()
                 tools = await self.gather_tools(session)
+                try:
+                    await self.gather_offerings(session, ("prompts", "resources", "templates"))
+                except UpstreamFailure as exc:
+                    log.warning(
+                        "server '%s': its prompts and resources are not served: %s", self.spec.name, exc
+                    )
         except TimeoutError:
             reason = self._session.reason() if self._session is not None else ""
             await self._shut()
@@ -155,6 +163,9 @@ class UpstreamProvider(RequestRouting):
             if sentence not in logged:
                 log.warning("server '%s': %s", self.spec.name, sentence)
         self.left_out = left_out + ([self._instructions_left_out] if self._instructions_left_out else [])
+        self.left_out += [
+            sentence for sentences in self.offerings_left_out.values() for sentence in sentences
+        ]
         admitted = admit_tools(self.spec, listing.kept)  # pinned definitions: a changed or new tool is held
         return [
             replace(tool, name=f"{self._prefix}{tool.name}", source=self.spec.source) for tool in admitted
@@ -223,6 +234,7 @@ class UpstreamProvider(RequestRouting):
 
                         group.start_soon(on_death)
                         group.start_soon(self._follow_changes, session)
+                        group.start_soon(self._follow_offering_changes, session, bool(self._tools))
                         await stop.wait()
                         group.cancel_scope.cancel()
             except Exception as exc:

@@ -12,12 +12,14 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import anyio
 
 from awf_mcp.core.servers import ServerSpec
 from awf_mcp.ports import (
+    PromptDefinition,
+    ResourceDefinition,
     ToolDefinition,
     ToolError,
     ToolResult,
@@ -26,6 +28,22 @@ from awf_mcp.ports import (
 log = logging.getLogger("awf_mcp.upstream")
 
 ProgressCallback = Callable[[float, "float | None", "str | None"], None]
+
+OfferingKind = Literal["prompts", "resources", "templates"]
+"""What a server may offer besides tools: prompts, resources, resource templates."""
+
+OfferedItem = PromptDefinition | ResourceDefinition
+
+OFFERS = (
+    "prompts",
+    "prompts_changed",
+    "resources",
+    "resources_changed",
+    "subscribe",
+    "completions",
+    "logging",
+)
+"""What :attr:`UpstreamSession.offers` may hold, from the server's capabilities."""
 
 
 class UpstreamFailure(ToolError):
@@ -101,6 +119,41 @@ class UpstreamSession(Protocol):
         self, name: str, arguments: Mapping[str, Any], progress: ProgressCallback | None
     ) -> ToolResult:
         """Forward one call; raises :class:`UpstreamGone` when the connection dies."""
+        ...
+
+    offers: frozenset[str]
+    """What the server offers besides tools (among :data:`OFFERS`), known after the handshake."""
+    on_offerings_changed: Callable[[str], None] | None
+    """Called (synchronously, from the session's reader) with ``prompts`` or ``resources`` for each
+    ``list_changed`` of those."""
+    on_resource_updated: Callable[[str], None] | None
+    """Called (synchronously) with the URI of each ``notifications/resources/updated``."""
+    on_log: Callable[[str, str | None, Any], None] | None
+    """Called (synchronously) with the level, logger and data of each ``notifications/message``."""
+
+    def item_pages(self, kind: OfferingKind) -> AsyncGenerator[list[OfferedItem], None]:
+        """The server's prompts, resources or templates, one page at a time, as :meth:`tool_pages`."""
+        ...
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, str]) -> ToolResult:
+        """Get one prompt (see :class:`~awf_mcp.ports.PromptDefinition`); raises :class:`UpstreamGone`."""
+        ...
+
+    async def read_resource(self, uri: str) -> ToolResult:
+        """Read one resource (:class:`~awf_mcp.ports.ResourceDefinition`); raises :class:`UpstreamGone`."""
+        ...
+
+    async def complete(self, request: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The ``completion`` for a ``completion/complete`` request (its wire params, the server's own
+        names); raises :class:`UpstreamFailure`."""
+        ...
+
+    async def subscribe(self, uri: str, on: bool) -> None:
+        """Subscribe to (``on``) or unsubscribe from updates of ``uri``; raises :class:`UpstreamFailure`."""
+        ...
+
+    async def set_logging_level(self, level: str) -> None:
+        """Ask for log messages at ``level`` and above; raises :class:`UpstreamFailure`."""
         ...
 
 
