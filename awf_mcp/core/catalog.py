@@ -130,7 +130,7 @@ def parse_template(template: str) -> list[_Part] | None:
             return None
         parts.append(_Part(operator=found.group(1), names=names))
         at = found.end()
-        if len(parts) > 2 * MAX_TEMPLATE_EXPRESSIONS:
+        if sum(1 for part in parts if part.names) > MAX_TEMPLATE_EXPRESSIONS:
             return None
     rest = template[at:]
     if "{" in rest or "}" in rest:
