@@ -1,6 +1,7 @@
 """The ``awf-mcp`` command line (Typer).
 
-Commands: ``serve``, ``tools list``, ``tools call``, ``config CLIENT``, ``plugins
+Commands: ``serve``, ``tools list``, ``tools call``, ``prompts list|get``, ``resources list|read``
+(:mod:`awf_mcp.cli.offerings`), ``config CLIENT``, ``plugins
 list|install|uninstall``, ``plugin init``, ``servers list|import`` and ``--version``.
 This module parses arguments and prints (rich tables for people, stable JSON for
 scripts); the work is done by :mod:`awf_mcp.cli.runtime` (and
@@ -26,6 +27,7 @@ import typer
 
 from awf_mcp import __version__
 from awf_mcp.cli.doctor import doctor_command
+from awf_mcp.cli.offerings import prompts_app, resources_app
 from awf_mcp.cli.options import SERVE_DESCRIPTION, with_options
 from awf_mcp.cli.servers import servers_app
 from awf_mcp.cli.trust import approve_at_users_command, trust_command
@@ -45,6 +47,8 @@ plugins_app = typer.Typer(help="List, install and uninstall plugins.", no_args_i
 app.add_typer(tools_app, name="tools")
 app.add_typer(plugins_app, name="plugins")
 app.add_typer(servers_app, name="servers")
+app.add_typer(prompts_app, name="prompts")
+app.add_typer(resources_app, name="resources")
 app.command("doctor")(doctor_command)
 app.command("trust")(trust_command)
 

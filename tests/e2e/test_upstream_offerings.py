@@ -5,6 +5,8 @@ and an SDK server that changes its prompts and resources while it runs."""
 from __future__ import annotations
 
 import base64
+import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ from mcp_types import (
 )
 
 from tests.e2e.test_upstream import CHANGING, NO_PLUGINS, node_server, server_table, text_of, write_config
-from tests.helpers.harness import mcp_session
+from tests.helpers.harness import mcp_session, server_command, server_env
 
 pytestmark = [
     pytest.mark.e2e,
@@ -247,3 +249,40 @@ async def test_prompts_follow_rename_only_and_exclude_as_tools_do(tmp_path: Path
             with pytest.raises(MCPError, match="who"):  # a required argument left out
                 await session.get_prompt("chg_hello", {})
     assert "rename" not in errors.read_text()
+
+
+def awf(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``awf-mcp ARGS...`` run to its end."""
+    return subprocess.run(
+        server_command(*args), capture_output=True, text=True, env=server_env(NO_PLUGINS), cwd=cwd, timeout=60
+    )
+
+
+def test_the_cli_lists_gets_and_reads_through_the_same_call_path(tmp_path: Path) -> None:
+    config = changing(tmp_path)
+    prompts = awf(tmp_path, "prompts", "list", "--json", "--config", config, "--no-builtins")
+    assert prompts.returncode == 0, prompts.stderr
+    listed = {p["name"]: p for p in json.loads(prompts.stdout)["prompts"]}
+    assert listed["chg_greet"]["arguments"] == [{"name": "who", "description": "", "required": True}]
+
+    got = awf(tmp_path, "prompts", "get", "chg_greet", '{"who": "Ada"}', "--json", "--config", config)
+    assert got.returncode == 0, got.stderr
+    messages = json.loads(got.stdout)["messages"]
+    assert [(m["role"], m["text"]) for m in messages] == [("user", "Hello, Ada!"), ("assistant", "Noted.")]
+    plain = awf(tmp_path, "prompts", "get", "chg_greet", '{"who": "Ada"}', "--config", config)
+    assert "[user] Hello, Ada!" in plain.stdout
+
+    missing = awf(tmp_path, "prompts", "get", "chg_greet", "{}", "--config", config)
+    assert missing.returncode == 3 and "who" in missing.stdout
+
+    resources = awf(tmp_path, "resources", "list", "--json", "--config", config)
+    report = json.loads(resources.stdout)
+    assert "note://fixed" in {r["uri"] for r in report["resources"]}
+    assert "big://{megabytes}" in {t["uri"] for t in report["templates"]}
+
+    read = awf(tmp_path, "resources", "read", "note://fixed", "--json", "--config", config)
+    assert json.loads(read.stdout)["contents"] == [
+        {"uri": "note://fixed", "mime_type": "text/plain", "text": "the text of note://fixed"}
+    ]
+    big = awf(tmp_path, "resources", "read", "big://1", "--config", config, "--output-budget", "2000")
+    assert big.returncode == 0 and "output cut to" in big.stdout and len(big.stdout) < 4000
