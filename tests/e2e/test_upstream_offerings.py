@@ -252,10 +252,9 @@ async def test_prompts_follow_rename_only_and_exclude_as_tools_do(tmp_path: Path
 
 
 def awf(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``awf-mcp ARGS...`` run to its end."""
-    return subprocess.run(
-        server_command(*args), capture_output=True, text=True, env=server_env(NO_PLUGINS), cwd=cwd, timeout=60
-    )
+    """``awf-mcp ARGS...`` run to its end (tables 250 columns wide)."""
+    env = server_env({**NO_PLUGINS, "COLUMNS": "250"})
+    return subprocess.run(server_command(*args), capture_output=True, text=True, env=env, cwd=cwd, timeout=60)
 
 
 def test_the_cli_lists_gets_and_reads_through_the_same_call_path(tmp_path: Path) -> None:
@@ -286,3 +285,19 @@ def test_the_cli_lists_gets_and_reads_through_the_same_call_path(tmp_path: Path)
     ]
     big = awf(tmp_path, "resources", "read", "big://1", "--config", config, "--output-budget", "2000")
     assert big.returncode == 0 and "output cut to" in big.stdout and len(big.stdout) < 4000
+
+
+def test_servers_list_shows_what_each_server_offers_besides_tools(tmp_path: Path) -> None:
+    config = changing(tmp_path)
+    listed = awf(tmp_path, "servers", "list", "--json", "--config", config)
+    row = json.loads(listed.stdout)["servers"][0]
+    assert row["offers"] == {
+        "prompts": 2,
+        "resources": 1,
+        "resource_templates": 2,
+        "completions": True,
+        "logging": True,
+        "subscriptions": True,
+    }
+    table = awf(tmp_path, "servers", "list", "--config", config)
+    assert "2 prompts, 1 resources, 2 templates" in table.stdout
