@@ -8,10 +8,11 @@ A provider offers prompts, resources or resource templates when it has the metho
 :class:`Catalog` merges them, in the order of the records (built-ins, plugins, servers in
 configuration order):
 
-* **Prompts** are named like tools (``<server>_<prompt>``, ``<plugin>_<prompt>``) and merged by
-  the registry's own rules (:func:`~awf_mcp.core.registry.merge_named`): the name pattern,
-  ``[rename]``, ``--only`` and ``--exclude``; a name claimed twice keeps the first (the other is
-  left out with a warning). They are sorted by name.
+* **Prompts** are named like tools (``<server>_<prompt>``, ``<plugin>_<prompt>``: a plugin's
+  prompt without its prefix, or with a name that breaks the pattern, is left out with a
+  warning) and merged by the registry's own rules (:func:`~awf_mcp.core.registry.merge_named`):
+  the name pattern, ``[rename]``, ``--only`` and ``--exclude``; a name claimed twice keeps the
+  first (the other is left out with a warning). They are sorted by name.
 * **Resources** keep their URIs as the provider gave them (links inside results keep
   resolving). A URI listed by two providers is served from the first; the other's entry is
   left out with a warning. **Templates** are kept in record order, then each provider's order.
@@ -40,7 +41,6 @@ configuration order):
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -49,7 +49,8 @@ from awf_mcp import budget
 from awf_mcp.core.calls import ProgressSink, ToolInvoker
 from awf_mcp.core.config import Settings
 from awf_mcp.core.plugins import PluginRecord, ProviderTools
-from awf_mcp.core.registry import RegisteredTool, Registry, merge_named
+from awf_mcp.core.registry import RegisteredTool, Registry, merge_named, name_problem
+from awf_mcp.core.servers import SOURCE_PREFIX as SERVER_SOURCE_PREFIX
 from awf_mcp.errors import UnknownToolError
 from awf_mcp.ports import (
     NO_CLIENT,
@@ -57,17 +58,18 @@ from awf_mcp.ports import (
     ClientChannel,
     PromptDefinition,
     ResourceDefinition,
+    TemplatePart,
     ToolContent,
     ToolDefinition,
     ToolResult,
+    parse_template,
+    template_match,
 )
 
 log = logging.getLogger("awf_mcp.catalog")
 
 MAX_URI_BYTES = 8 * 1024
 """The longest URI awf-mcp routes (a read, a subscription, a completion's ``ref``)."""
-MAX_TEMPLATE_EXPRESSIONS = 32
-"""A template with more expressions than this is listed but never matched."""
 MAX_SUBSCRIPTIONS = 1024
 """How many (client, URI) subscriptions are held at once, all clients together."""
 PAGE_ITEMS = 500
@@ -103,82 +105,6 @@ class OfferingProvider(Protocol):
     async def read_resource(self, uri: str) -> ToolResult:
         """The resource's contents (see :class:`~awf_mcp.ports.ResourceDefinition`)."""
         ...
-
-
-# --------------------------------------------------------------------------- templates
-
-_EXPRESSION = re.compile(r"\{([+#./;?&]?)([^{}]*)\}")
-
-
-@dataclass(frozen=True, slots=True)
-class _Part:
-    literal: str = ""
-    operator: str = ""
-    names: tuple[str, ...] = ()
-
-
-def parse_template(template: str) -> list[_Part] | None:
-    """The literal parts and expressions of an RFC 6570 template, or ``None`` when it is malformed
-    or has more than :data:`MAX_TEMPLATE_EXPRESSIONS` expressions."""
-    parts: list[_Part] = []
-    at = 0
-    for found in _EXPRESSION.finditer(template):
-        if found.start() > at:
-            parts.append(_Part(literal=template[at : found.start()]))
-        names = tuple(name.strip().rstrip("*").split(":")[0] for name in found.group(2).split(","))
-        if not all(names):
-            return None
-        parts.append(_Part(operator=found.group(1), names=names))
-        at = found.end()
-        if sum(1 for part in parts if part.names) > MAX_TEMPLATE_EXPRESSIONS:
-            return None
-    rest = template[at:]
-    if "{" in rest or "}" in rest:
-        return None
-    if rest:
-        parts.append(_Part(literal=rest))
-    return parts
-
-
-def template_match(parts: Sequence[_Part], uri: str) -> dict[str, str] | None:
-    """The variables of ``uri`` under a parsed template, or ``None`` when it does not match.
-
-    One pass, left to right: an expression takes the text up to the next occurrence of the
-    literal after it (all the rest when none follows); a simple expression (no ``+`` or ``#``)
-    takes no ``/``, ``?`` or ``#``. Linear in the URI's length times the template's parts, so a
-    template (or a URI) chosen to backtrack cannot.
-    """
-    values: dict[str, str] = {}
-    at = 0
-    for index, part in enumerate(parts):
-        if not part.names:
-            if not uri.startswith(part.literal, at):
-                return None
-            at += len(part.literal)
-            continue
-        following = parts[index + 1] if index + 1 < len(parts) else None
-        if following is None:
-            end = len(uri)
-        elif not following.names:
-            end = uri.find(following.literal, at)
-            if end < 0:
-                return None
-        else:
-            end = _expression_end(uri, at, part)
-        value = uri[at:end]
-        if part.operator == "" and any(c in value for c in "/?#"):
-            return None
-        values[part.names[0]] = value
-        at = end
-    return values if at == len(uri) else None
-
-
-def _expression_end(uri: str, at: int, part: _Part) -> int:
-    """Where an expression followed directly by another ends: its simple value stops at a ``/``."""
-    if part.operator in ("+", "#"):
-        return len(uri)
-    stop = [i for i in (uri.find(c, at) for c in "/?#") if i >= 0]
-    return min(stop) if stop else len(uri)
 
 
 # --------------------------------------------------------------------------- the catalog
@@ -282,7 +208,7 @@ def fit_contents(result: ToolResult) -> ToolResult:
 class _Template:
     definition: ResourceDefinition
     provider: OfferingProvider
-    parts: list[_Part] | None
+    parts: list[TemplatePart] | None
 
 
 @dataclass(slots=True)
@@ -345,7 +271,16 @@ class Catalog:
         for record, provider in self._entries():
             runner = _PromptRunner(provider)
             shadow = PluginRecord(name=record.name, source=record.source, distribution=record.distribution)
-            shadow.providers.append(ProviderTools(provider=runner, tools=runner.list_tools()))
+            named = []
+            for as_tool in runner.list_tools():
+                problem = name_problem(as_tool.name)
+                if problem is None and not as_tool.name.startswith(f"{record.name}_"):
+                    problem = f"prompt '{as_tool.name}' must be named '{record.name}_<name>'"
+                if problem is not None and not record.source.startswith(SERVER_SOURCE_PREFIX):
+                    log.warning("%s: its prompt is left out: %s", record.describe(), problem)
+                    continue
+                named.append(as_tool)  # a server's is checked with its [rename] advice (registry)
+            shadow.providers.append(ProviderTools(provider=runner, tools=named))
             shadows.append(shadow)
             for resource in provider.list_resources():
                 first = served.resources.get(resource.uri)
