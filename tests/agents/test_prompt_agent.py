@@ -1,0 +1,90 @@
+"""A real agent (Claude Code, offline against the fake model) runs an upstream's prompt through awf-mcp.
+
+``tests/upstreams/changing_upstream.py`` (the SDK's own server) offers the prompt ``greet``
+(argument ``who``); behind the single awf entry it is ``chg_greet``, which Claude Code runs as
+the slash command ``/mcp__awf__chg_greet``. The prompt's text must reach the model as the user's
+message, and the resource tools Claude Code offers only when a server has resources must be there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.agents.fake_model import FakeModel, Scenario
+from tests.agents.kit import (
+    Workspace,
+    agent_binary,
+    assert_round_trip,
+    awf_config,
+    claude,
+    claude_env,
+    explain,
+    run_agent,
+)
+
+pytestmark = [pytest.mark.agents, pytest.mark.slow, pytest.mark.timeout(600)]
+
+CHANGING = Path(__file__).resolve().parents[1] / "upstreams" / "changing_upstream.py"
+
+
+def texts(value: Any) -> list[str]:
+    """Every string inside ``value`` (a request body)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in texts(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in texts(item)]
+    return []
+
+
+def test_claude_code_brings_an_upstream_prompt_to_the_model(
+    workspace: Workspace, fake_model: FakeModel
+) -> None:
+    agent_binary("claude")
+    config = workspace.home / "awf-mcp.toml"  # the user's own file, outside the project
+    config.write_text(
+        f'[servers.chg]\ncommand = "{sys.executable}"\nargs = ["{CHANGING}"]\npin = false\n', encoding="utf-8"
+    )
+    fake_model.scenario = Scenario(tool="no-such-tool")  # the model calls nothing: it answers "ok"
+    accepted = {"projects": {str(workspace.project): {"hasTrustDialogAccepted": True}}}
+    (workspace.home / ".claude.json").write_text(json.dumps(accepted), encoding="utf-8")
+    env = claude_env(workspace, fake_model)
+    if os.environ.get("PYTHONPATH"):  # the awf-mcp under test, when it is not the installed one
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    awf_config("claude", workspace, env, serve=("--config", str(config)))
+    done = run_agent(
+        [agent_binary("claude"), "-p", "/mcp__awf__chg_greet Ada", "--output-format", "text"], workspace, env
+    )
+    why = explain(done, fake_model)
+    assert done.returncode == 0, why
+    sent = [text for exchange in fake_model.exchanges for text in texts(exchange.body.get("messages"))]
+    assert any("Hello, Ada!" in text for text in sent), "the prompt's text never reached the model\n" + why
+    offered = {name for exchange in fake_model.exchanges for name in exchange.tool_names}
+    assert {"ListMcpResourcesTool", "ReadMcpResourceTool"} <= offered, why
+
+
+def test_claude_codes_model_reads_an_upstream_resource_through_read_mcp_resource_tool(
+    workspace: Workspace, fake_model: FakeModel
+) -> None:
+    agent_binary("claude")
+    config = workspace.home / "awf-mcp.toml"
+    config.write_text(
+        f'[servers.chg]\ncommand = "{sys.executable}"\nargs = ["{CHANGING}"]\npin = false\n', encoding="utf-8"
+    )
+    fake_model.scenario = Scenario(
+        tool="ReadMcpResourceTool", server="", arguments={"server": "awf", "uri": "note://fixed"}
+    )
+    accepted = {"projects": {str(workspace.project): {"hasTrustDialogAccepted": True}}}
+    (workspace.home / ".claude.json").write_text(json.dumps(accepted), encoding="utf-8")
+    env = claude_env(workspace, fake_model)
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    awf_config("claude", workspace, env, "--trust", "all", serve=("--config", str(config)))
+    assert_round_trip(claude(workspace, env), fake_model, "the text of note://fixed")
