@@ -1,9 +1,11 @@
-"""A real agent (Claude Code, offline against the fake model) runs an upstream's prompt through awf-mcp.
+"""Real agents (offline, against the fake model) get an upstream's prompts and resources through awf-mcp.
 
 ``tests/upstreams/changing_upstream.py`` (the SDK's own server) offers the prompt ``greet``
 (argument ``who``); behind the single awf entry it is ``chg_greet``, which Claude Code runs as
 the slash command ``/mcp__awf__chg_greet``. The prompt's text must reach the model as the user's
 message, and the resource tools Claude Code offers only when a server has resources must be there.
+Gemini CLI runs the same prompt as ``/chg_greet`` in its non-interactive mode; Codex runs no MCP
+prompt (a slash line is text to it), but its model reads resources with ``read_mcp_resource``.
 """
 
 from __future__ import annotations
@@ -24,8 +26,11 @@ from tests.agents.kit import (
     awf_config,
     claude,
     claude_env,
+    codex,
     explain,
     run_agent,
+    setup_codex,
+    setup_gemini,
 )
 
 pytestmark = [pytest.mark.agents, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -88,3 +93,45 @@ def test_claude_codes_model_reads_an_upstream_resource_through_read_mcp_resource
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     awf_config("claude", workspace, env, "--trust", "all", serve=("--config", str(config)))
     assert_round_trip(claude(workspace, env), fake_model, "the text of note://fixed")
+
+
+def test_gemini_cli_runs_an_upstream_prompt_in_non_interactive_mode(
+    workspace: Workspace, fake_model: FakeModel
+) -> None:
+    agent_binary("gemini")
+    config = workspace.home / "awf-mcp.toml"
+    config.write_text(
+        f'[servers.chg]\ncommand = "{sys.executable}"\nargs = ["{CHANGING}"]\npin = false\n', encoding="utf-8"
+    )
+    fake_model.scenario = Scenario(tool="no-such-tool")
+    env = setup_gemini(workspace, fake_model, serve=("--config", str(config)))
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    done = run_agent([agent_binary("gemini"), "-p", "/chg_greet Ada"], workspace, env)
+    why = explain(done, fake_model)
+    assert done.returncode == 0, why
+    sent = [text for exchange in fake_model.exchanges for text in texts(exchange.body)]
+    assert any("Hello, Ada!" in text for text in sent), "the prompt's text never reached the model\n" + why
+
+
+def test_codex_model_reads_an_upstream_resource_through_read_mcp_resource(
+    workspace: Workspace, fake_model: FakeModel
+) -> None:
+    agent_binary("codex")
+    config = workspace.home / "awf-mcp.toml"
+    config.write_text(
+        f'[servers.chg]\ncommand = "{sys.executable}"\nargs = ["{CHANGING}"]\npin = false\n', encoding="utf-8"
+    )
+    fake_model.scenario = Scenario(
+        tool="read_mcp_resource", server="", arguments={"server": "awf", "uri": "note://fixed"}
+    )
+    env = setup_codex(workspace, fake_model, "--trust", "all", serve=("--config", str(config)))
+    if os.environ.get("PYTHONPATH"):  # Codex starts MCP servers with its own environment: say it there
+        settings = workspace.home / "codex-home" / "config.toml"
+        shown = json.dumps(os.environ["PYTHONPATH"])
+        text = settings.read_text(encoding="utf-8")
+        settings.write_text(
+            text.replace("[mcp_servers.awf]\n", f"[mcp_servers.awf]\nenv = {{ PYTHONPATH = {shown} }}\n", 1),
+            encoding="utf-8",
+        )
+    assert_round_trip(codex(workspace, env), fake_model, "the text of note://fixed")
