@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp.client.subscriptions import PromptsListChanged, ResourcesListChanged, listen
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     LoggingMessageNotification,
@@ -23,6 +24,7 @@ from mcp_types import (
     ResourceUpdatedNotification,
 )
 
+from tests.e2e.test_list_changed import http_serve, http_session, next_event
 from tests.e2e.test_upstream import CHANGING, NO_PLUGINS, node_server, server_table, text_of, write_config
 from tests.helpers.harness import mcp_session, server_command, server_env
 
@@ -301,3 +303,55 @@ def test_servers_list_shows_what_each_server_offers_besides_tools(tmp_path: Path
     }
     table = awf(tmp_path, "servers", "list", "--config", config)
     assert "2 prompts, 1 resources, 2 templates" in table.stdout
+
+
+# ---------------------------------------------------------------- over HTTP, both protocol families
+
+
+async def test_over_http_a_listening_stateless_client_is_told_of_prompt_and_resource_changes(
+    tmp_path: Path,
+) -> None:
+    config = changing(tmp_path)
+    with http_serve("--config", config, "--no-builtins", cwd=tmp_path) as (url, _):
+        async with http_session(url) as session:
+            discovered = await session.discover()
+            assert (
+                discovered.capabilities.prompts is not None and discovered.capabilities.prompts.list_changed
+            )
+            assert discovered.capabilities.resources is not None
+            prompt = await session.get_prompt("chg_greet", {"who": "Ada"})
+            assert prompt.messages[0].content.text == "Hello, Ada!"  # type: ignore[union-attr]
+            async with listen(session, prompts_list_changed=True, resources_list_changed=True) as changes:
+                await session.call_tool("chg_offer", {"prompt": "farewell"})
+                assert await next_event(changes) == PromptsListChanged()
+                assert "chg_farewell" in {p.name for p in (await session.list_prompts()).prompts}
+                await session.call_tool("chg_offer", {"resource": "note://http"})
+                assert await next_event(changes) == ResourcesListChanged()
+                read = await session.read_resource("note://http")
+                assert read.contents[0].text == "the text of note://http"  # type: ignore[union-attr]
+
+
+async def test_over_http_a_handshake_era_session_gets_resource_updates_on_its_get_stream(
+    tmp_path: Path,
+) -> None:
+    updated: list[ResourceUpdatedNotification] = []
+
+    async def on_message(message: object) -> None:
+        if isinstance(message, ResourceUpdatedNotification):
+            updated.append(message)
+
+    with http_serve("--config", changing(tmp_path), "--no-builtins", cwd=tmp_path) as (url, _):
+        async with http_session(url, message_handler=on_message) as session:
+            await session.initialize()
+            assert (await session.read_resource("note://fixed")).contents[
+                0
+            ].text == "the text of note://fixed"  # type: ignore[union-attr]
+            await session.subscribe_resource("note://fixed")
+            # The client opens its GET stream on its own after the handshake: touch until one is told.
+            with anyio.fail_after(20):
+                while not updated:
+                    await session.call_tool("chg_touch", {"uri": "note://fixed"})
+                    with anyio.move_on_after(2):
+                        while not updated:
+                            await anyio.sleep(0.02)
+            assert str(updated[0].params.uri) == "note://fixed"
