@@ -218,8 +218,12 @@ class OfferingHandlers:
     async def _set_level(
         self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
-        self._log_sessions.pop(id(ctx.session), None)
-        self._log_sessions[id(ctx.session)] = ctx.session
+        connection = (
+            ctx.session.client_params
+        )  # one per handshake-era connection (the session is per request)
+        key = id(connection) if connection is not None else id(ctx.session)
+        self._log_sessions.pop(key, None)
+        self._log_sessions[key] = ctx.session
         while len(self._log_sessions) > LISTED_BY_LIMIT:
             self._log_sessions.pop(next(iter(self._log_sessions)))
         await self.catalog.set_logging_level(params.level)
