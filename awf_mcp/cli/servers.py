@@ -58,7 +58,7 @@ def _held_rows(spec: ServerSpec) -> list[dict[str, Any]]:
     ]
 
 
-def _offers(record: Any) -> dict[str, Any]:
+def offers_of(record: Any) -> dict[str, Any]:
     """What a running server offers besides tools: how many prompts, resources and templates are
     served of it, and whether it completes, logs and takes subscriptions."""
     from awf_mcp.core.upstream import UpstreamProvider
@@ -77,7 +77,7 @@ def _offers(record: Any) -> dict[str, Any]:
     return {}
 
 
-def _offered(offers: dict[str, Any]) -> str:
+def offered(offers: dict[str, Any]) -> str:
     """``4 prompts, 7 resources, 2 templates`` (what there is of them), or ``""``."""
     counts = [(offers.get("prompts", 0), "prompts"), (offers.get("resources", 0), "resources")]
     counts.append((offers.get("resource_templates", 0), "templates"))
@@ -109,7 +109,7 @@ def _states(settings: Settings) -> list[dict[str, Any]]:
                     if isinstance(entry.provider, UpstreamProvider)
                     for sentence in entry.provider.left_out
                 ]
-                row["offers"] = _offers(record)
+                row["offers"] = offers_of(record)
                 row["held"] = _held_rows(specs[record.name])
                 row["approve"] = pins.approve_command(record.name) if row["held"] else None
                 shown.append(row)
@@ -168,8 +168,8 @@ def servers_list(
         state = row["state"] + (f": {row['reason']}" if row["reason"] else "")
         state += "".join(f"\n{sentence}" for sentence in row["left_out"])
         tools = ", ".join(row["tools"]) if row["tools"] else "-"
-        if _offered(row["offers"]):
-            tools += f"\n+ {_offered(row['offers'])}"
+        if offered(row["offers"]):
+            tools += f"\n+ {offered(row['offers'])}"
         held = ", ".join(hold["name"] for hold in row["held"]) if row["held"] else "-"
         table.add_row(shown(row["name"]), row["transport"], shown(state), shown(tools), shown(held))
     console = Console(highlight=False)

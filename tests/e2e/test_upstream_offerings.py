@@ -355,3 +355,11 @@ async def test_over_http_a_handshake_era_session_gets_resource_updates_on_its_ge
                         while not updated:
                             await anyio.sleep(0.02)
             assert str(updated[0].params.uri) == "note://fixed"
+
+
+def test_doctor_shows_what_each_server_offers_besides_tools(tmp_path: Path) -> None:
+    config = changing(tmp_path)
+    report = awf(tmp_path, "doctor", "--json", "--config", config)
+    findings = [f for f in json.loads(report.stdout)["findings"] if f["subject"] == "server 'chg' (stdio)"]
+    assert findings and "2 prompts, 1 resources, 2 templates" in findings[0]["detail"], report.stdout[-2000:]
+    assert findings[0]["data"]["offers"]["prompts"] == 2

@@ -238,9 +238,7 @@ def test_a_rename_of_a_held_tool_does_not_stop_start_up() -> None:
         build([], Settings(renames={"files_gone": "files_cat"}))
 
 
-def test_prompts_and_resources_are_pinned_like_tools_and_their_first_listing_is_approved() -> (
-    None
-):
+def test_prompts_and_resources_are_pinned_like_tools_and_their_first_listing_is_approved() -> None:
     from awf_mcp.ports import PromptArgument, PromptDefinition, ResourceDefinition
 
     pins.admit_tools(SPEC, [tool("read")])  # a server known for its tools before prompts were relayed
