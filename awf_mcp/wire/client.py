@@ -317,10 +317,7 @@ class UpstreamConnection:
         try:
             result = await self.session.get_prompt(name, dict(arguments))
         except MCPError as exc:
-            failure = self._failure(exc)
-            if isinstance(failure, UpstreamGone):
-                raise failure from None
-            return ToolResult.error(str(failure))
+            return self._error_result(exc)
         return ToolResult(
             content=[content_from_mcp(message.content) for message in result.messages],
             structured_content={
@@ -334,10 +331,7 @@ class UpstreamConnection:
         try:
             result = await self.session.read_resource(uri)
         except MCPError as exc:
-            failure = self._failure(exc)
-            if isinstance(failure, UpstreamGone):
-                raise failure from None
-            return ToolResult.error(str(failure))
+            return self._error_result(exc)
         return ToolResult(content=[contents_from_mcp(contents) for contents in result.contents])
 
     async def complete(self, request: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -400,16 +394,21 @@ class UpstreamConnection:
                 name, dict(arguments), progress_callback=on_progress if progress else None
             )
         except MCPError as exc:
-            failure = self._failure(exc)
-            if isinstance(failure, UpstreamGone):
-                raise failure from None
-            return ToolResult.error(str(failure))
+            return self._error_result(exc)
         if not isinstance(result, types.CallToolResult):
             return ToolResult.error(
                 f"server '{self.spec.name}' answered {name} with a {type(result).__name__}, "
                 "which awf-mcp does not relay"
             )
         return result_from_mcp(result)
+
+    def _error_result(self, exc: MCPError) -> ToolResult:
+        """The ``isError`` result of a request the server answered with an error; raises
+        :class:`UpstreamGone` when the connection died instead."""
+        failure = self._failure(exc)
+        if isinstance(failure, UpstreamGone):
+            raise failure from None
+        return ToolResult.error(str(failure))
 
     def _failure(self, exc: MCPError) -> UpstreamFailure:
         if exc.error.code == types.CONNECTION_CLOSED or self.closed.is_set():

@@ -38,6 +38,21 @@ pytestmark = [pytest.mark.agents, pytest.mark.slow, pytest.mark.timeout(600)]
 CHANGING = Path(__file__).resolve().parents[1] / "upstreams" / "changing_upstream.py"
 
 
+def changing_config(workspace: Workspace) -> Path:
+    """The user's own ``awf-mcp.toml`` (outside the project) serving the changing upstream as ``chg``."""
+    config = workspace.home / "awf-mcp.toml"
+    config.write_text(
+        f'[servers.chg]\ncommand = "{sys.executable}"\nargs = ["{CHANGING}"]\npin = false\n', encoding="utf-8"
+    )
+    return config
+
+
+def under_test(env: dict[str, str]) -> None:
+    """Point ``env`` at the awf-mcp under test, when it is not the installed one."""
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+
+
 def texts(value: Any) -> list[str]:
     """Every string inside ``value`` (a request body)."""
     if isinstance(value, str):
@@ -53,16 +68,12 @@ def test_claude_code_brings_an_upstream_prompt_to_the_model(
     workspace: Workspace, fake_model: FakeModel
 ) -> None:
     agent_binary("claude")
-    config = workspace.home / "awf-mcp.toml"  # the user's own file, outside the project
-    config.write_text(
-        f'[servers.chg]\ncommand = "{sys.executable}"\nargs = ["{CHANGING}"]\npin = false\n', encoding="utf-8"
-    )
+    config = changing_config(workspace)
     fake_model.scenario = Scenario(tool="no-such-tool")  # the model calls nothing: it answers "ok"
     accepted = {"projects": {str(workspace.project): {"hasTrustDialogAccepted": True}}}
     (workspace.home / ".claude.json").write_text(json.dumps(accepted), encoding="utf-8")
     env = claude_env(workspace, fake_model)
-    if os.environ.get("PYTHONPATH"):  # the awf-mcp under test, when it is not the installed one
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    under_test(env)
     awf_config("claude", workspace, env, serve=("--config", str(config)))
     done = run_agent(
         [agent_binary("claude"), "-p", "/mcp__awf__chg_greet Ada", "--output-format", "text"], workspace, env
@@ -79,18 +90,14 @@ def test_claude_codes_model_reads_an_upstream_resource_through_read_mcp_resource
     workspace: Workspace, fake_model: FakeModel
 ) -> None:
     agent_binary("claude")
-    config = workspace.home / "awf-mcp.toml"
-    config.write_text(
-        f'[servers.chg]\ncommand = "{sys.executable}"\nargs = ["{CHANGING}"]\npin = false\n', encoding="utf-8"
-    )
+    config = changing_config(workspace)
     fake_model.scenario = Scenario(
         tool="ReadMcpResourceTool", server="", arguments={"server": "awf", "uri": "note://fixed"}
     )
     accepted = {"projects": {str(workspace.project): {"hasTrustDialogAccepted": True}}}
     (workspace.home / ".claude.json").write_text(json.dumps(accepted), encoding="utf-8")
     env = claude_env(workspace, fake_model)
-    if os.environ.get("PYTHONPATH"):
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    under_test(env)
     awf_config("claude", workspace, env, "--trust", "all", serve=("--config", str(config)))
     assert_round_trip(claude(workspace, env), fake_model, "the text of note://fixed")
 
@@ -99,14 +106,10 @@ def test_gemini_cli_runs_an_upstream_prompt_in_non_interactive_mode(
     workspace: Workspace, fake_model: FakeModel
 ) -> None:
     agent_binary("gemini")
-    config = workspace.home / "awf-mcp.toml"
-    config.write_text(
-        f'[servers.chg]\ncommand = "{sys.executable}"\nargs = ["{CHANGING}"]\npin = false\n', encoding="utf-8"
-    )
+    config = changing_config(workspace)
     fake_model.scenario = Scenario(tool="no-such-tool")
     env = setup_gemini(workspace, fake_model, serve=("--config", str(config)))
-    if os.environ.get("PYTHONPATH"):
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    under_test(env)
     done = run_agent([agent_binary("gemini"), "-p", "/chg_greet Ada"], workspace, env)
     why = explain(done, fake_model)
     assert done.returncode == 0, why
@@ -118,10 +121,7 @@ def test_codex_model_reads_an_upstream_resource_through_read_mcp_resource(
     workspace: Workspace, fake_model: FakeModel
 ) -> None:
     agent_binary("codex")
-    config = workspace.home / "awf-mcp.toml"
-    config.write_text(
-        f'[servers.chg]\ncommand = "{sys.executable}"\nargs = ["{CHANGING}"]\npin = false\n', encoding="utf-8"
-    )
+    config = changing_config(workspace)
     fake_model.scenario = Scenario(
         tool="read_mcp_resource", server="", arguments={"server": "awf", "uri": "note://fixed"}
     )
