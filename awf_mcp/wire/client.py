@@ -304,7 +304,7 @@ class UpstreamConnection:
                 else:
                     templates = await self.session.list_resource_templates(params=params)
                     cursor = templates.next_cursor
-                    items = [template_from_mcp(t, source) for t in templates.resource_templates]
+                    items = [resource_from_mcp(t, source) for t in templates.resource_templates]
             except MCPError as exc:
                 raise self._failure(exc) from None
             yield items
@@ -488,29 +488,18 @@ def prompt_from_mcp(prompt: types.Prompt, source: str) -> PromptDefinition:
     )
 
 
-def resource_from_mcp(resource: types.Resource, source: str) -> ResourceDefinition:
-    """The domain definition of an upstream resource, URI unchanged."""
+def resource_from_mcp(resource: types.Resource | types.ResourceTemplate, source: str) -> ResourceDefinition:
+    """The domain definition of an upstream resource or resource template, its URI (template) unchanged."""
+    template = isinstance(resource, types.ResourceTemplate)
     return ResourceDefinition(
-        uri=resource.uri,
+        uri=resource.uri_template if isinstance(resource, types.ResourceTemplate) else resource.uri,
         name=resource.name,
         description=resource.description or "",
         mime_type=resource.mime_type or "",
         source=source,
+        template=template,
         title=resource.title,
-        size=resource.size,
-    )
-
-
-def template_from_mcp(template: types.ResourceTemplate, source: str) -> ResourceDefinition:
-    """The domain definition of an upstream resource template, template unchanged."""
-    return ResourceDefinition(
-        uri=template.uri_template,
-        name=template.name,
-        description=template.description or "",
-        mime_type=template.mime_type or "",
-        source=source,
-        template=True,
-        title=template.title,
+        size=None if isinstance(resource, types.ResourceTemplate) else resource.size,
     )
 
 
