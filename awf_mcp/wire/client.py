@@ -56,12 +56,26 @@ client-capabilities ``_meta`` of a 2026-07-28 request). The server's ``roots/lis
 as the SDK's result type, and an
 :class:`~awf_mcp.core.upstream.UpstreamRequestRefused` becomes a JSON-RPC error with its
 sentence (``-32600`` when the request is unsupported, ``-32603`` otherwise). A result
-that does not fit the request's result type is refused the same way. Log notifications
-go to the log at DEBUG.
+that does not fit the request's result type is refused the same way.
 
-``notifications/tools/list_changed`` calls the connection's ``on_tools_changed`` (set by
-:class:`~awf_mcp.core.upstream.UpstreamProvider`), from the session's reader: it must not
-block, and it does not (the provider lists the tools again in a task of its own).
+Notifications
+-------------
+Each calls a callback the provider set, from the session's reader (none blocks: the provider
+does its work in tasks of its own): ``tools/list_changed`` ``on_tools_changed``;
+``prompts/list_changed`` and ``resources/list_changed`` ``on_offerings_changed`` (with
+``prompts`` or ``resources``); ``resources/updated`` ``on_resource_updated`` (the URI);
+``notifications/message`` ``on_log`` (level, logger, data).
+
+Prompts and resources
+---------------------
+:attr:`UpstreamConnection.offers` says what the server advertised besides tools
+(:func:`offers_of`). :meth:`UpstreamConnection.item_pages` lists prompts, resources or
+templates a page at a time (at most :data:`MAX_LIST_PAGES` pages); ``get_prompt``,
+``read_resource``, ``complete``, ``subscribe`` and ``set_logging_level`` forward one request
+each. A prompt comes back as a :class:`~awf_mcp.ports.ToolResult` of its messages (roles in
+``structured_content``), a read as ``resource`` items; the server's JSON-RPC error is an
+``isError`` result (or :class:`~awf_mcp.core.upstream.UpstreamFailure`), a dead connection
+:class:`~awf_mcp.core.upstream.UpstreamGone`.
 """
 
 from __future__ import annotations

@@ -50,6 +50,19 @@ Contract
 * ``close()`` ends the connection (the adapter stops the process group) and is bounded
   by the runtime's close timeout.
 
+Prompts, resources and the rest
+-------------------------------
+What a server advertises besides tools (:attr:`~awf_mcp.core.upstream.session.UpstreamSession.offers`)
+is relayed by the provider (:mod:`~awf_mcp.core.upstream.offerings`): its prompts (named
+``<server>_<prompt>``), resources and resource templates (as the server gave them) are listed
+after its tools, each kind under the byte bounds of tools and gated by the pins
+(:func:`~awf_mcp.core.pins.admit_items`), and listed again after their ``list_changed``;
+``prompts/get``, ``resources/read``, ``completion/complete``, ``resources/subscribe`` and
+``unsubscribe``, and ``logging/setLevel`` are forwarded within ``timeout_seconds``, a dead
+connection restarted as for a call; resource updates and log messages go to the callbacks
+the catalog set (:mod:`awf_mcp.core.catalog`, which merges them with the plugins' and routes
+reads). A failure to list them is a warning; the server's tools are served anyway.
+
 Upstream requests
 -----------------
 A server may ask its client for ``roots/list``, ``sampling/createMessage`` or
@@ -109,6 +122,8 @@ Where things are
 * :mod:`~awf_mcp.core.upstream.listing`  a server's listing under its byte bounds;
 * :mod:`~awf_mcp.core.upstream.provider`  the provider: the connection's lifecycle
   (start, death, restart with backoff, close), relisting on a change, forwarding calls;
+* :mod:`~awf_mcp.core.upstream.offerings`  what it offers besides tools (prompts, resources,
+  templates, completions, subscriptions, log messages);
 * :mod:`~awf_mcp.core.upstream.routing`  the server's requests to its client, routed to the
   agent's calls (suspended and resumed on the stateless revision);
 * :mod:`~awf_mcp.core.upstream.startup`  every server started at once, and the instructions
