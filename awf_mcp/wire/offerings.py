@@ -5,7 +5,8 @@
 offer advertises what it did before): ``prompts/list`` and ``prompts/get`` when some provider
 offers prompts; ``resources/list``, ``resources/templates/list`` and ``resources/read`` when
 some offers resources, with ``resources/subscribe`` and ``unsubscribe`` when one offers
-subscriptions; ``completion/complete``; ``logging/setLevel``.
+subscriptions; ``completion/complete`` when one offers completions; ``logging/setLevel`` when
+one offers logging.
 
 * Lists are paged (:data:`~awf_mcp.core.catalog.PAGE_ITEMS` items a page; the cursor is
   awf-mcp's own, and one it did not give is ``-32602``).
@@ -105,7 +106,7 @@ class OfferingHandlers:
                 server.add_request_handler(
                     "resources/unsubscribe", types.UnsubscribeRequestParams, self._unsubscribe
                 )
-        if "prompts" in offers or "resources" in offers:
+        if "completions" in offers and ("prompts" in offers or "resources" in offers):
             server.add_request_handler("completion/complete", types.CompleteRequestParams, self._complete)
         if "logging" in offers:
             server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self._set_level)

@@ -363,3 +363,13 @@ def test_doctor_shows_what_each_server_offers_besides_tools(tmp_path: Path) -> N
     findings = [f for f in json.loads(report.stdout)["findings"] if f["subject"] == "server 'chg' (stdio)"]
     assert findings and "2 prompts, 1 resources, 2 templates" in findings[0]["detail"], report.stdout[-2000:]
     assert findings[0]["data"]["offers"]["prompts"] == 2
+
+
+async def test_a_server_with_nothing_more_to_offer_advertises_as_before(tmp_path: Path) -> None:
+    async with mcp_session("--root", str(tmp_path), cwd=tmp_path, env=NO_PLUGINS) as session:
+        capabilities = session.initialize_result.capabilities if session.initialize_result else None
+        assert capabilities is not None and capabilities.tools is not None
+        assert capabilities.prompts is None and capabilities.resources is None
+        assert capabilities.completions is None and capabilities.logging is None
+        with pytest.raises(MCPError, match="not found"):
+            await session.list_prompts()
