@@ -190,6 +190,8 @@ def describe_changes(before: Mapping[str, Any] | None, after: Mapping[str, Any])
     differing middle, each quoted up to :data:`EXCERPT_CHARS`); ``inputSchema`` and
     ``outputSchema`` (property names ``added``, ``removed``, ``changed``, and other changed
     keys); ``annotations`` (each changed hint: ``[before, after]``, ``null`` when unstated);
+    ``fields``: the other fields that changed, by name (a prompt's ``arguments``, a resource's
+    ``mimeType``);
     ``unknown`` when the approved document was not kept (:data:`MAX_KEPT_DEFINITION_BYTES`,
     :data:`MAX_KEPT_SERVER_BYTES`).
     """
@@ -220,6 +222,10 @@ def describe_changes(before: Mapping[str, Any] | None, after: Mapping[str, Any])
     }
     if hints:
         changes["annotations"] = hints
+    known = {"name", "description", "inputSchema", "outputSchema", "annotations"}
+    others = sorted(key for key in (set(before) | set(after)) - known if before.get(key) != after.get(key))
+    if others:
+        changes["fields"] = others  # a prompt's arguments or title, a resource's name or MIME type
     return changes
 
 
@@ -249,6 +255,8 @@ def summary(kind: str, changes: Mapping[str, Any]) -> str:
             parts.append(f"{key} {' '.join(named) or 'changed'}")
     for key, (old, new) in (changes.get("annotations") or {}).items():
         parts.append(f"{key} {_value(old)} -> {_value(new)}")
+    if changes.get("fields"):
+        parts.append(f"{', '.join(changes['fields'])} changed")
     return "; ".join(parts) or "changed"
 
 

@@ -255,6 +255,11 @@ def test_prompts_and_resources_are_pinned_like_tools_and_their_first_listing_is_
     assert pins.admit_items(SPEC, pins.PROMPT, [changed, added]) == []
     held = {(hold.kind, hold.name) for hold in pins.held(SPEC)}
     assert held == {("prompt", "greet"), ("prompt", "steal")}
+    renamed = PromptDefinition(name="greet", description="Greet.", arguments=(PromptArgument("whom"),))
+    pins.admit_items(SPEC, pins.PROMPT, [renamed])
+    [greet_hold] = [hold for hold in pins.held(SPEC) if hold.name == "greet"]
+    assert greet_hold.summary == "arguments changed"
+    pins.admit_items(SPEC, pins.PROMPT, [changed, added])
     assert pins.admit_items(SPEC, pins.RESOURCE, [note]) == [
         note
     ]  # resources untouched by the prompts' holds
