@@ -235,6 +235,7 @@ class Catalog:
         """Called with the level, logger (``<server>`` or ``<server>/<logger>``) and data of each log
         message of a provider."""
         self._subscribed: dict[str, set[Hashable]] = {}
+        self._runners: dict[int, _PromptRunner] = {}
         self._served = self._merge(None)
         self.prompt_invoker = invoker.over(Registry(self._served.prompts.values()), kind="prompt")
         providers = list(self._providers())
@@ -269,7 +270,8 @@ class Catalog:
         served = _Served()
         shadows = []
         for record, provider in self._entries():
-            runner = _PromptRunner(provider)
+            runner = self._runners.setdefault(id(provider), _PromptRunner(provider))  # kept: collisions
+            # at a refresh keep the prompt already served, known by its runner
             shadow = PluginRecord(name=record.name, source=record.source, distribution=record.distribution)
             named = []
             for as_tool in runner.list_tools():
