@@ -78,12 +78,12 @@ def main() -> None:
                 added_p50 = (percentile(through, 0.5) - percentile(alone, 0.5)) * 1000
                 added_p99 = (percentile(through, 0.99) - percentile(alone, 0.99)) * 1000
                 print(f"{method}: {len(alone)} sequential requests each way")
-                print(
-                    f"  direct             {rate_alone:8.0f} req/s   p50 {percentile(alone, 0.5) * 1000:.3f} ms"
-                )
-                print(
-                    f"  through awf-mcp    {rate_through:8.0f} req/s   p50 {percentile(through, 0.5) * 1000:.3f} ms"
-                )
+                for label, rate, latencies in (
+                    ("direct", rate_alone, alone),
+                    ("through awf-mcp", rate_through, through),
+                ):
+                    p50 = percentile(latencies, 0.5) * 1000
+                    print(f"  {label:<18} {rate:8.0f} req/s   p50 {p50:.3f} ms")
                 print(f"  added latency      p50 {added_p50:.3f} ms   p99 {added_p99:.3f} ms")
                 print(
                     f"  / FastMCP mounted (recorded {FASTMCP_MOUNTED_SEQUENTIAL:g}/s for tools): "
