@@ -31,8 +31,10 @@ configuration order):
   (the same template string, else the provider a read of that URI would reach).
 * Subscriptions: a client subscribes to a URI some provider serves and that advertises
   subscriptions; the provider is subscribed once, for its first subscriber, and unsubscribed
-  after its last. At most :data:`MAX_SUBSCRIPTIONS` (client, URI) pairs are held, all clients
-  together; one more is refused with a sentence.
+  after its last. A client holds at most :data:`MAX_CLIENT_SUBSCRIPTIONS`; one more is refused
+  with a sentence. At most :data:`MAX_SUBSCRIPTIONS` are held, all clients together: past that,
+  the client that subscribed least recently loses its subscriptions to make room (an HTTP
+  client gone without unsubscribing cannot hold them for ever; a client cannot evict itself).
 * A provider that changes its prompts or resources makes the catalog merge again;
   every :meth:`Catalog.watch` listener is awaited with the kind (``prompts`` or
   ``resources``), as the registry tells of tools.
@@ -40,6 +42,7 @@ configuration order):
 
 from __future__ import annotations
 
+import collections
 import logging
 from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -72,6 +75,8 @@ MAX_URI_BYTES = 8 * 1024
 """The longest URI awf-mcp routes (a read, a subscription, a completion's ``ref``)."""
 MAX_SUBSCRIPTIONS = 1024
 """How many (client, URI) subscriptions are held at once, all clients together."""
+MAX_CLIENT_SUBSCRIPTIONS = 256
+"""How many subscriptions one client (stdio, or one HTTP session) holds at once."""
 PAGE_ITEMS = 500
 """How many prompts, resources or templates one list page holds (the cursor is the offset)."""
 
@@ -235,6 +240,8 @@ class Catalog:
         """Called with the level, logger (``<server>`` or ``<server>/<logger>``) and data of each log
         message of a provider."""
         self._subscribed: dict[str, set[Hashable]] = {}
+        self._last_subscribed: dict[Hashable, None] = {}
+        """The clients holding subscriptions, the one that subscribed least recently first."""
         self._runners: dict[int, _PromptRunner] = {}
         self._served = self._merge(None)
         self.prompt_invoker = invoker.over(Registry(self._served.prompts.values()), kind="prompt")
@@ -463,19 +470,35 @@ class Catalog:
         provider = self.owner(uri)
         if "subscribe" not in (getattr(provider, "offers", None) or ()):
             raise UnknownResourceError(f"the server of '{uri[:200]}' does not offer subscriptions")
-        if sum(len(s) for s in self._subscribed.values()) >= MAX_SUBSCRIPTIONS:
+        held = collections.Counter(client for clients in self._subscribed.values() for client in clients)
+        if held[who] >= MAX_CLIENT_SUBSCRIPTIONS:
             raise UnknownResourceError(
-                f"{MAX_SUBSCRIPTIONS} subscriptions are held, the most awf-mcp holds; "
-                "unsubscribe from some first"
+                f"{MAX_CLIENT_SUBSCRIPTIONS} subscriptions of this client are held, the most awf-mcp holds "
+                "for one client; unsubscribe from some first"
             )
+        if held.total() >= MAX_SUBSCRIPTIONS:
+            others = [client for client in self._last_subscribed if client != who and held[client]]
+            if not others:
+                raise UnknownResourceError(
+                    f"{MAX_SUBSCRIPTIONS} subscriptions are held, the most awf-mcp holds; "
+                    "unsubscribe from some first"
+                )
+            log.info(
+                "%d subscriptions are held: those of the client that subscribed least recently end",
+                held.total(),
+            )
+            await self.forget(others[0])
         if not subscribers:
             await self._upstream_subscription(uri, on=True)
         self._subscribed.setdefault(uri, set()).add(who)
+        self._last_subscribed.pop(who, None)
+        self._last_subscribed[who] = None  # the most recent last
 
     async def forget(self, who: Hashable) -> None:
         """End every subscription of ``who`` (a client gone)."""
         for uri in [uri for uri, subscribers in self._subscribed.items() if who in subscribers]:
             await self.subscribe(uri, who, on=False)
+        self._last_subscribed.pop(who, None)
 
     def subscribers(self, uri: str) -> set[Hashable]:
         """Who is subscribed to ``uri``."""

@@ -218,12 +218,12 @@ async def test_a_subscription_flood_is_bounded_and_the_server_keeps_serving(tmp_
             try:
                 await session.subscribe_resource(f"flood://{n}")
             except MCPError as exc:
-                assert "1024 subscriptions are held" in exc.error.message
+                assert "256 subscriptions of this client are held" in exc.error.message
                 refused += 1
-        assert refused == 1100 - 1024
+        assert refused == 1100 - 256
         for _ in range(10):  # the same URI again is no new subscription
             await session.subscribe_resource("flood://0")
-        assert text_of(await session.call_tool("chg_subscribed", {})).startswith("1024: flood://0,")
+        assert text_of(await session.call_tool("chg_subscribed", {})).startswith("256: flood://0,")
         await session.unsubscribe_resource("flood://0")
         await session.subscribe_resource("flood://1099")
         assert (await session.list_prompts()).prompts

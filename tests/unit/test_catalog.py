@@ -171,3 +171,35 @@ def test_pages_follow_their_cursor_and_a_forged_one_is_refused() -> None:
     for forged in ("-1", "abc", "9" * 20):
         with pytest.raises(ValueError, match="invalid cursor"):
             page(items, forged)
+
+
+async def test_subscriptions_are_bounded_per_client_and_in_all_and_the_least_recent_client_makes_room(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import awf_mcp.core.catalog as catalog_module
+
+    monkeypatch.setattr(catalog_module, "MAX_CLIENT_SUBSCRIPTIONS", 3)
+    monkeypatch.setattr(catalog_module, "MAX_SUBSCRIPTIONS", 5)
+    provider = Offering("one", templates=("t://{id}",))
+    subscribed: list[tuple[str, bool]] = []
+
+    async def subscribe(uri: str, on: bool) -> None:
+        subscribed.append((uri, on))
+
+    provider.offers = {"subscribe"}  # type: ignore[attr-defined]
+    provider.subscribe = subscribe  # type: ignore[attr-defined]
+    catalog = catalog_of(provider)
+    for n in range(3):
+        await catalog.subscribe(f"t://{n}", "gone", on=True)
+    with pytest.raises(UnknownResourceError, match="3 subscriptions of this client"):
+        await catalog.subscribe("t://9", "gone", on=True)
+    await catalog.subscribe("t://0", "here", on=True)  # the same URI: the upstream is not asked again
+    await catalog.subscribe("t://5", "here", on=True)
+    assert subscribed.count(("t://0", True)) == 1
+    await catalog.subscribe("t://6", "here", on=True)  # past 5 in all: "gone" subscribed least recently
+    assert catalog.subscribers("t://1") == set() and catalog.subscribers("t://0") == {"here"}
+    assert ("t://1", False) in subscribed and ("t://0", False) not in subscribed
+    with pytest.raises(UnknownResourceError, match="3 subscriptions of this client"):
+        await catalog.subscribe("t://7", "here", on=True)
+    with pytest.raises(UnknownResourceError, match="no server or plugin offers"):
+        await catalog.subscribe("x://1", "here", on=True)
