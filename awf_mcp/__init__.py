@@ -4,6 +4,8 @@ The public plugin API lives here:
 
 * :data:`hookimpl` — mark a plugin's hook implementations;
 * :func:`tool` — turn a typed function into a tool (schema from type hints);
+* :func:`prompt`, :func:`resource` — turn a function into a prompt, a resource or a resource
+  template (arguments and description from the signature and the docstring);
 * :class:`ToolProvider` — the protocol for dynamic tool sets, with
   :class:`ToolDefinition`, :class:`ToolResult`, :class:`ToolContent`,
   :class:`ToolAnnotations`;
@@ -21,7 +23,7 @@ TYPE_CHECKING = False  # not typing's: importing typing would cost the keeper's 
 if TYPE_CHECKING:
     from typing import Any
 
-    from awf_mcp.authoring import tool
+    from awf_mcp.authoring import prompt, resource, tool
     from awf_mcp.hookspecs import hookimpl
     from awf_mcp.ports import (
         AskUser,
@@ -51,10 +53,17 @@ __all__ = [
     "__version__",
     "current_call",
     "hookimpl",
+    "prompt",
+    "resource",
     "tool",
 ]
 
-_NOT_IN_PORTS = {"tool": "awf_mcp.authoring", "hookimpl": "awf_mcp.hookspecs"}
+_NOT_IN_PORTS = {
+    "tool": "awf_mcp.authoring",
+    "prompt": "awf_mcp.authoring",
+    "resource": "awf_mcp.authoring",
+    "hookimpl": "awf_mcp.hookspecs",
+}
 _HOMES = {name: _NOT_IN_PORTS.get(name, "awf_mcp.ports") for name in __all__ if name != "__version__"}
 """Where each public name is defined. It is imported on first use, so importing a submodule
 (the Bash keeper imports one per command) does not load pluggy and the plugin API with it."""

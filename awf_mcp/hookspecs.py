@@ -29,6 +29,21 @@ def awf_mcp_register_tools(plugin: PluginContext) -> None:
 
 
 @hookspec
+def awf_mcp_register_prompts(plugin: PluginContext) -> None:
+    """Called once at start-up, per plugin, after ``awf_mcp_register_tools``: contribute prompts with
+    ``plugin.register(fn)`` of ``@awf_mcp.prompt`` functions (named ``<plugin>_<prompt>`` and merged
+    like tools). Registering them from ``awf_mcp_register_tools`` works too."""
+
+
+@hookspec
+def awf_mcp_register_resources(plugin: PluginContext) -> None:
+    """Called once at start-up, per plugin: contribute resources and resource templates with
+    ``plugin.register(fn)`` of ``@awf_mcp.resource(uri)`` functions (or a provider object with
+    ``list_resources``, ``list_resource_templates``, ``read_resource``, ``list_prompts`` and
+    ``get_prompt``, for sets that change). A URI two providers offer is read from the first."""
+
+
+@hookspec
 def awf_mcp_instructions() -> str | None:
     """Called once at start-up: a short paragraph for the server's instructions, or ``None``.
 
@@ -38,8 +53,15 @@ def awf_mcp_instructions() -> str | None:
 
 
 @hookspec
-def awf_mcp_authorize_call(tool: str, source: str, arguments: Mapping[str, Any]) -> str | AskUser | None:
+def awf_mcp_authorize_call(
+    tool: str, source: str, arguments: Mapping[str, Any], kind: str
+) -> str | AskUser | None:
     """Called before every tool call; return a reason string to deny it, ``None`` to allow.
+
+    Getting a prompt and reading a resource ask too: ``kind`` tells them apart (``tool`` for a
+    call, ``prompt`` for ``prompts/get`` with ``tool`` the prompt's name, ``resource`` for
+    ``resources/read`` with ``tool`` the URI and ``arguments`` ``{"uri": URI}``). An
+    implementation that does not take ``kind`` is asked about every one of them alike.
 
     Return ``AskUser(reason)`` to have the user confirm the call first: the tool, its
     arguments (redacted as in the audit log) and ``reason`` are put to the user through

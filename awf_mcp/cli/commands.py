@@ -1,6 +1,7 @@
 """The ``awf-mcp`` command line (Typer).
 
-Commands: ``serve`` (its help only), ``tools list``, ``tools call``, ``config CLIENT``,
+Commands: ``serve`` (its help only), ``tools list``, ``tools call``, ``prompts list|get``,
+``resources list|read`` (:mod:`awf_mcp.cli.offerings`), ``config CLIENT``, ``trust``,
 ``plugins list|install|uninstall|init`` (``plugin init``, the old name, is a hidden alias),
 ``servers list|import``, ``doctor``, ``--version`` and shell completion. :func:`run` shows
 every help as git or gh do (no Python type labels, ``-h`` too).
@@ -34,6 +35,7 @@ from typer.core import TyperArgument, TyperOption
 
 from awf_mcp import __version__
 from awf_mcp.cli.doctor import doctor_command
+from awf_mcp.cli.offerings import prompts_app, resources_app
 from awf_mcp.cli.options import SERVE_DESCRIPTION, with_options, with_serve_options
 from awf_mcp.cli.servers import servers_app
 from awf_mcp.cli.trust import approve_at_users_command, trust_command
@@ -55,6 +57,8 @@ plugins_app = typer.Typer(help="List, install and uninstall plugins.", no_args_i
 app.add_typer(tools_app, name="tools")
 app.add_typer(plugins_app, name="plugins")
 app.add_typer(servers_app, name="servers")
+app.add_typer(prompts_app, name="prompts")
+app.add_typer(resources_app, name="resources")
 app.command("doctor")(doctor_command)
 app.command("trust")(trust_command)
 

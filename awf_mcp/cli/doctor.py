@@ -529,7 +529,10 @@ async def check_plugins(ctx: Context) -> list[Finding]:
 
 
 async def check_servers(ctx: Context) -> list[Finding]:
-    """Every upstream server: running with its tools, failed with the reason, or disabled."""
+    """Every upstream server: running with its tools (and prompts, resources, templates), failed with
+    the reason, or disabled."""
+    from awf_mcp.cli.servers import offered, offers_of
+
     loaded = await ctx.loaded()
     if loaded is None or ctx.settings is None:
         return []
@@ -537,10 +540,13 @@ async def check_servers(ctx: Context) -> list[Finding]:
     findings = []
     for record in loaded.servers:
         spec = specs[record.name]
-        data = {**spec.public(), "status": record.status, "tools": record.tool_names}
+        offers = offers_of(record)
+        data = {**spec.public(), "status": record.status, "tools": record.tool_names, "offers": offers}
         status, fix = OK, ""
         if record.ok:
             detail = f"starts and lists {_count(len(record.tool_names), 'tool')}"
+            if offered(offers):
+                detail += f", and {offered(offers)}"
         elif record.status == "disabled":
             status, detail = INFO, "disabled (enabled = false)"
         else:

@@ -78,7 +78,7 @@ def serve(argv: Sequence[str]) -> None:
     if launch.transport == "stdio":
         anyio.run(runtime.serve_stdio, settings, __version__, observer)
     else:
-        from awf_mcp.wire.server import LOOPBACK_HOSTS
+        from awf_mcp.wire.http import LOOPBACK_HOSTS
 
         host, token = launch.host, launch.token
         if host not in LOOPBACK_HOSTS and not token:

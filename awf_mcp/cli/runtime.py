@@ -318,6 +318,7 @@ async def serve_http(
     second line says where and how else to send it. Without a token, a warning says who
     can use the server.
     """
+    from awf_mcp.wire import http
     from awf_mcp.wire import server as adapter
 
     def announce(url: str) -> None:
@@ -338,7 +339,7 @@ async def serve_http(
                 url,
             )
 
-    listener = adapter.listen(host, port)  # a port in use is reported before anything starts
+    listener = http.listen(host, port)  # a port in use is reported before anything starts
     with listener:  # closed here should start-up fail before uvicorn owns it
         async with open_runtime(settings, observer=observer) as runtime:
             mcp_server = adapter.McpServer(
@@ -348,7 +349,7 @@ async def serve_http(
             stop = anyio.Event()
             async with anyio.create_task_group() as group:
                 group.start_soon(_stop_on_signal, stop.set)
-                await adapter.serve_http(
+                await http.serve_http(
                     mcp_server,
                     host,
                     port,

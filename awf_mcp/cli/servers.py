@@ -7,7 +7,8 @@ shows the configured upstream MCP servers, their state and tools:
 Every enabled server is started exactly as ``awf-mcp serve`` starts it (concurrently,
 each bounded by its ``startup_timeout_seconds``), asked for its tools, and stopped.
 A server shows as ``running`` (with its tools, under their served names, and a sentence for
-each tool or ``instructions`` left out for passing a byte bound), ``failed`` (with the reason)
+each tool or ``instructions`` left out for passing a byte bound, and what it offers besides:
+how many prompts, resources and templates are served of it), ``failed`` (with the reason)
 or ``disabled``. Nothing secret is shown: ``env`` and ``headers`` by
 key only, ``args`` and ``url`` as written in the file, before ``${VAR}`` expansion.
 
@@ -17,7 +18,9 @@ what changed and the command that approves it. Text from the servers is printed 
 (:func:`~awf_mcp.cli.terminal.shown`).
 
 ``--json`` prints ``{"servers": [{"name", "transport", "enabled", "pin", "state", "reason",
-"tools", "left_out", "held": [{"item", "name", "changes", "summary"}], "approve", "command",
+"tools", "offers": {"prompts", "resources", "resource_templates", "completions", "logging",
+"subscriptions"} (``{}`` when not running), "left_out", "held": [{"item", "name", "changes",
+"summary"}], "approve", "command",
 "args", "env", "cwd" | "url", "headers"}]}`` (``approve``: the command, or ``null`` when nothing
 is held), plus ``"ignored_config": {"path", "approval", "would", "fix"}`` when a project's
 config file was not used because the user has not approved it (:mod:`awf_mcp.core.trust`).
@@ -55,6 +58,32 @@ def _held_rows(spec: ServerSpec) -> list[dict[str, Any]]:
     ]
 
 
+def offers_of(record: Any) -> dict[str, Any]:
+    """What a running server offers besides tools: how many prompts, resources and templates are
+    served of it, and whether it completes, logs and takes subscriptions."""
+    from awf_mcp.core.upstream import UpstreamProvider
+
+    for entry in record.providers:
+        provider = entry.provider
+        if isinstance(provider, UpstreamProvider):
+            return {
+                "prompts": len(provider.list_prompts()),
+                "resources": len(provider.list_resources()),
+                "resource_templates": len(provider.list_resource_templates()),
+                "completions": "completions" in provider.offers,
+                "logging": "logging" in provider.offers,
+                "subscriptions": "subscribe" in provider.offers,
+            }
+    return {}
+
+
+def offered(offers: dict[str, Any]) -> str:
+    """``4 prompts, 7 resources, 2 templates`` (what there is of them), or ``""``."""
+    counts = [(offers.get("prompts", 0), "prompts"), (offers.get("resources", 0), "resources")]
+    counts.append((offers.get("resource_templates", 0), "templates"))
+    return ", ".join(f"{count} {what}" for count, what in counts if count)
+
+
 def _states(settings: Settings) -> list[dict[str, Any]]:
     import anyio
 
@@ -81,6 +110,7 @@ def _states(settings: Settings) -> list[dict[str, Any]]:
                     if isinstance(entry.provider, UpstreamProvider)
                     for sentence in entry.provider.left_out
                 ]
+                row["offers"] = offers_of(record)
                 row["held"] = _held_rows(specs[record.name])
                 row["approve"] = pins.approve_command(record.name) if row["held"] else None
                 rows.append(row)
@@ -139,6 +169,8 @@ def servers_list(
         state = row["state"] + (f": {row['reason']}" if row["reason"] else "")
         state += "".join(f"\n{sentence}" for sentence in row["left_out"])
         tools = ", ".join(row["tools"]) if row["tools"] else "-"
+        if offered(row["offers"]):
+            tools += f"\n+ {offered(row['offers'])}"
         held = ", ".join(hold["name"] for hold in row["held"]) if row["held"] else "-"
         table.add_row(shown(row["name"]), row["transport"], shown(state), shown(tools), shown(held))
     console = Console(highlight=False)

@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import copy
 import functools
 import itertools
 import json
@@ -182,6 +183,17 @@ class ToolInvoker:
         self.output_budget = output_budget
         self._validators: dict[str, tuple[Any, Any, QuickCheck | None]] = {}
         self._output_validators: dict[str, tuple[Any, Validator]] = {}
+
+    def over(self, registry: Registry, *, kind: str) -> ToolInvoker:
+        """This invoker (timeout, observer, output budget, roots) over ``registry``: the call path of
+        prompts (``kind="prompt"``) and resource reads (``kind="resource"``). A policy that takes a
+        ``kind`` keyword is told it."""
+        clone = copy.copy(self)
+        clone.registry = registry
+        clone._validators = {}
+        if self.policy is not None and getattr(self.policy, "takes_kind", False):
+            clone.policy = functools.partial(self.policy, kind=kind)  # type: ignore[call-arg]  # takes_kind
+        return clone
 
     def budget_for(self, client_name: str | None) -> int:
         """The output budget of a call from ``client_name``: the configured one, else the client's default."""

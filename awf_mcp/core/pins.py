@@ -2,8 +2,11 @@
 
 Contract
 --------
-* An **item** is one thing a server offers, of a kind (``tool`` today; prompts and resources
-  use the same record once they are relayed). It is pinned by the SHA-256 of its canonical
+* An **item** is one thing a server offers, of a kind: ``tool``, ``prompt``, ``resource`` or
+  ``resource_template`` (:func:`admit_items`; a prompt's pin covers its name, title, description
+  and arguments, a resource's its URI, name, title, description and MIME type). The first listing
+  of a kind from a known server pins it as a first use does (a server pinned before prompts were
+  relayed is not held for them). It is pinned by the SHA-256 of its canonical
   JSON (:func:`canonical`: keys sorted, no whitespace, UTF-8): for a tool, its own name,
   ``description``, ``inputSchema``, ``outputSchema`` and ``annotations``, under their MCP
   names (:func:`tool_document`).
@@ -53,18 +56,21 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from awf_mcp.core.observability import audit_event
 from awf_mcp.core.servers import ServerSpec
 from awf_mcp.errors import UserError
 from awf_mcp.ops import statestore
-from awf_mcp.ports import ToolDefinition
+from awf_mcp.ports import PromptDefinition, ResourceDefinition, ToolDefinition
 
 log = logging.getLogger("awf_mcp.pins")
 
 RECORD = "pins"
 TOOL = "tool"
+PROMPT = "prompt"
+RESOURCE = "resource"
+TEMPLATE = "resource_template"
 MAX_KEPT_DEFINITION_BYTES = 16 * 1024
 """A definition larger than this is pinned by its digest alone: its next change is not itemised."""
 MAX_KEPT_SERVER_BYTES = 1024 * 1024
@@ -184,6 +190,8 @@ def describe_changes(before: Mapping[str, Any] | None, after: Mapping[str, Any])
     differing middle, each quoted up to :data:`EXCERPT_CHARS`); ``inputSchema`` and
     ``outputSchema`` (property names ``added``, ``removed``, ``changed``, and other changed
     keys); ``annotations`` (each changed hint: ``[before, after]``, ``null`` when unstated);
+    ``fields``: the other fields that changed, by name (a prompt's ``arguments``, a resource's
+    ``mimeType``);
     ``unknown`` when the approved document was not kept (:data:`MAX_KEPT_DEFINITION_BYTES`,
     :data:`MAX_KEPT_SERVER_BYTES`).
     """
@@ -214,6 +222,10 @@ def describe_changes(before: Mapping[str, Any] | None, after: Mapping[str, Any])
     }
     if hints:
         changes["annotations"] = hints
+    known = {"name", "description", "inputSchema", "outputSchema", "annotations"}
+    others = sorted(key for key in (set(before) | set(after)) - known if before.get(key) != after.get(key))
+    if others:
+        changes["fields"] = others  # a prompt's arguments or title, a resource's name or MIME type
     return changes
 
 
@@ -243,6 +255,8 @@ def summary(kind: str, changes: Mapping[str, Any]) -> str:
             parts.append(f"{key} {' '.join(named) or 'changed'}")
     for key, (old, new) in (changes.get("annotations") or {}).items():
         parts.append(f"{key} {_value(old)} -> {_value(new)}")
+    if changes.get("fields"):
+        parts.append(f"{', '.join(changes['fields'])} changed")
     return "; ".join(parts) or "changed"
 
 
@@ -327,12 +341,21 @@ def _gate(spec: ServerSpec, kind: str, documents: Sequence[Mapping[str, Any]]) -
                 "runs": runs(spec),
                 "items": {f"{kind}:{doc['name']}": budget.pin(doc, digest(doc)) for doc in documents},
                 "held": {},
+                "kinds": [kind],
             }
+            return []
+        kinds = entry.setdefault("kinds", [TOOL])  # a record from before prompts and resources were pinned
+        if isinstance(kinds, list) and kind not in kinds:  # the first use of this kind is its approval
+            kinds.append(kind)
+            budget = _Budget(entry)
+            items = _table(entry, "items")
+            for doc in documents:
+                items[f"{kind}:{doc['name']}"] = budget.pin(doc, digest(doc))
             return []
         pins = _table(entry, "items")
         before_held = _table(entry, "held")
         listed = {f"{kind}:{document['name']}" for document in documents}
-        held = {k: v for k, v in before_held.items() if k not in listed}  # kept till approved
+        held = {k: v for k, v in before_held.items() if k not in listed}  # kept till approved, of every kind
         budget = _Budget({"items": pins, "held": held})
         for document in documents:
             item = f"{kind}:{document['name']}"
@@ -401,6 +424,63 @@ def admit_tools(spec: ServerSpec, listed: Sequence[ToolDefinition]) -> list[Tool
         tool
         for tool, document in zip(listed, documents, strict=True)
         if (tool.name, digest(document)) not in held_digests
+    ]
+
+
+def prompt_document(prompt: PromptDefinition) -> dict[str, Any]:
+    """What a prompt's pin covers, under MCP's names: name, title, description, arguments."""
+    document: dict[str, Any] = {
+        "name": prompt.name,
+        "description": prompt.description,
+        "arguments": [
+            {"name": a.name, "description": a.description, "required": a.required} for a in prompt.arguments
+        ],
+    }
+    if prompt.title is not None:
+        document["title"] = prompt.title
+    return document
+
+
+def resource_document(resource: ResourceDefinition) -> dict[str, Any]:
+    """What a resource's (or template's) pin covers: its URI (as ``name``), name, title, description,
+    MIME type."""
+    document: dict[str, Any] = {
+        "name": resource.uri,
+        "resourceName": resource.name,
+        "description": resource.description,
+        "mimeType": resource.mime_type,
+    }
+    if resource.title is not None:
+        document["title"] = resource.title
+    return document
+
+
+Offered = TypeVar("Offered", PromptDefinition, ResourceDefinition)
+
+
+def admit_items(spec: ServerSpec, kind: str, listed: Sequence[Offered]) -> list[Offered]:
+    """The prompts, resources or resource templates (``kind``: :data:`PROMPT`, :data:`RESOURCE`,
+    :data:`TEMPLATE`) of ``listed`` that may be served: the gate of :func:`admit_tools`, for them."""
+    if not spec.pin or not listed:
+        return list(listed)
+    documents = [
+        prompt_document(item) if isinstance(item, PromptDefinition) else resource_document(item)
+        for item in listed
+    ]
+    try:
+        holds = _gate(spec, kind, documents)
+    except UserError as exc:
+        log.warning(
+            "server '%s': its %ss are not served: their pins cannot be checked: %s", spec.name, kind, exc
+        )
+        return []
+    held_digests = {(hold.name, hold.sha256) for hold in holds}
+    for hold in holds:
+        _tell(spec, hold)
+    return [
+        item
+        for item, document in zip(listed, documents, strict=True)
+        if (str(document["name"]), digest(document)) not in held_digests
     ]
 
 

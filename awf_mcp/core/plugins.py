@@ -173,26 +173,38 @@ def _call_register_hook(manager: pluggy.PluginManager, module: object, context: 
     if not manager.get_hookcallers(module):
         raise PluginError("it implements no awf_mcp hook (mark functions with @awf_mcp.hookimpl)")
     others = [plugin for plugin in manager.get_plugins() if plugin is not module]
-    manager.subset_hook_caller("awf_mcp_register_tools", remove_plugins=others)(plugin=context)
+    for hook in ("awf_mcp_register_tools", "awf_mcp_register_prompts", "awf_mcp_register_resources"):
+        manager.subset_hook_caller(hook, remove_plugins=others)(plugin=context)
     return context.registered
 
 
 def _as_providers(name: str, source: str, items: Sequence[Any]) -> list[ToolProvider]:
     providers: list[ToolProvider] = []
     functions: list[Any] = []
+    offerings: list[Any] = []
     for item in items:
         if getattr(item, "__awf_tool__", None) is not None:
             functions.append(item)
+        elif (
+            getattr(item, "__awf_prompt__", None) is not None
+            or getattr(item, "__awf_resource__", None) is not None
+        ):
+            offerings.append(item)
         elif isinstance(item, ToolProvider):
             providers.append(item)
         else:
             raise PluginError(
-                f"register() got {type(item).__name__}; pass a ToolProvider or an @awf_mcp.tool function"
+                f"register() got {type(item).__name__}; pass a ToolProvider or an @awf_mcp.tool, "
+                "@awf_mcp.prompt or @awf_mcp.resource function"
             )
     if functions:
         from awf_mcp.authoring import FunctionToolProvider
 
         providers.append(FunctionToolProvider(plugin=name, source=source, functions=functions))
+    if offerings:
+        from awf_mcp.authoring import FunctionOfferingProvider
+
+        providers.append(FunctionOfferingProvider(plugin=name, source=source, functions=offerings))
     return providers
 
 

@@ -5,7 +5,9 @@ Contract
 :func:`policies_from` reads a loaded plugin manager once, at start-up:
 
 * ``call`` (a :data:`~awf_mcp.core.calls.Policy`) asks every
-  ``awf_mcp_authorize_call`` implementation about (tool, source, arguments);
+  ``awf_mcp_authorize_call`` implementation about (tool, source, arguments, kind): ``kind`` is
+  ``tool`` for a tool call, ``prompt`` for ``prompts/get`` (``tool`` is the prompt's name) and
+  ``resource`` for ``resources/read`` (``tool`` is the URI, ``arguments`` ``{"uri": ...}``);
 * ``path`` (a :data:`~awf_mcp.core.calls.PathPolicy`) asks every
   ``awf_mcp_authorize_path`` implementation about (tool, source, resolved path).
 
@@ -75,10 +77,17 @@ def policies_from(manager: pluggy.PluginManager) -> Policies:
     call_callers = _per_plugin(manager, "awf_mcp_authorize_call")
     path_callers = _per_plugin(manager, "awf_mcp_authorize_path")
 
-    def authorize_call(tool: str, source: str, arguments: Mapping[str, Any]) -> str | AskUser | None:
+    def authorize_call(
+        tool: str, source: str, arguments: Mapping[str, Any], kind: str = "tool"
+    ) -> str | AskUser | None:
+        what = {"tool": "call of", "prompt": "prompt", "resource": "read of"}.get(kind, kind)
         return _first_denial(
-            call_callers, f"call of {tool}", {"tool": tool, "source": source, "arguments": arguments}
+            call_callers,
+            f"{what} {tool}",
+            {"tool": tool, "source": source, "arguments": arguments, "kind": kind},
         )
+
+    authorize_call.takes_kind = True  # type: ignore[attr-defined]  # read by ToolInvoker.over
 
     def authorize_path(tool: str, source: str, path: str) -> str | None:
         answer = _first_denial(path_callers, f"{tool} access", {"tool": tool, "source": source, "path": path})

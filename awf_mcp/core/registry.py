@@ -20,7 +20,7 @@ loader and the :class:`~awf_mcp.core.config.Settings`, and returns a
   the two, that tool gives way instead (the second, when both are a server's): it is
   left out with a warning showing the ``[rename]`` line that serves it too (fatal with
   ``strict``).
-* A ``[rename]`` key that names no offered tool is a :class:`~awf_mcp.errors.ConfigError`,
+* A ``[rename]`` key that names no offered tool (nor prompt) is a :class:`~awf_mcp.errors.ConfigError`,
   except a key naming a server's tool (``server:<name>/…``, or ``<name>_…`` of a
   configured server): that server may have failed, or not list the tool yet; a warning says
   the rename is not applied.
@@ -124,6 +124,16 @@ class Registry:
     def _replace(self, tools: Iterable[RegisteredTool]) -> None:
         ordered = sorted(tools, key=lambda tool: tool.name)
         self._served = (ordered, {tool.name: tool for tool in ordered})  # one assignment
+
+    @property
+    def records(self) -> list[PluginRecord]:
+        """The records merged (every provider's, served or not)."""
+        return self._records
+
+    @property
+    def settings(self) -> Settings:
+        """The settings merged under."""
+        return self._settings
 
     def __len__(self) -> int:
         return len(self._served[0])
@@ -446,13 +456,35 @@ def _merge(
                             definition.name, chosen[definition.name], registered, served
                         )
                 chosen[definition.name] = registered
+    prompts = _prompt_names(records) if at_start and unused_renames else set()
     for name in unused_renames if at_start else ():
+        if name in prompts:
+            continue  # a prompt's: the catalog renames it (awf_mcp.core.catalog)
         if refusal(name.rpartition("/")[2]) is not None:
             continue  # held back until the user approves it; the rename applies then
         if not _names_a_server_tool(name, records):
             raise ConfigError(f"rename names tool '{name}', which no plugin offers")
         log.warning("rename of '%s' not applied: no server serves that tool now", name)
     return chosen
+
+
+def _prompt_names(records: Sequence[PluginRecord]) -> set[str]:
+    """The names (and ``<source>/<name>`` keys) of the prompts the records' providers offer."""
+    names: set[str] = set()
+    for record in records:
+        for entry in record.providers:
+            list_prompts = getattr(entry.provider, "list_prompts", None)
+            for prompt in list_prompts() if callable(list_prompts) else ():
+                names |= {prompt.name, f"{prompt.source}/{prompt.name}"}
+    return names
+
+
+def merge_named(
+    records: Sequence[PluginRecord], settings: Settings, served: Mapping[str, RegisteredTool]
+) -> dict[str, RegisteredTool]:
+    """Items named like tools (prompts) merged by the same rules, leniently: a name claimed twice
+    keeps the one in ``served`` (else the first) and a rename naming nothing is ignored."""
+    return _merge(records, settings, served=served)
 
 
 def build(records: Sequence[PluginRecord], settings: Settings) -> Registry:

@@ -56,12 +56,26 @@ client-capabilities ``_meta`` of a 2026-07-28 request). The server's ``roots/lis
 as the SDK's result type, and an
 :class:`~awf_mcp.core.upstream.UpstreamRequestRefused` becomes a JSON-RPC error with its
 sentence (``-32600`` when the request is unsupported, ``-32603`` otherwise). A result
-that does not fit the request's result type is refused the same way. Log notifications
-go to the log at DEBUG.
+that does not fit the request's result type is refused the same way.
 
-``notifications/tools/list_changed`` calls the connection's ``on_tools_changed`` (set by
-:class:`~awf_mcp.core.upstream.UpstreamProvider`), from the session's reader: it must not
-block, and it does not (the provider lists the tools again in a task of its own).
+Notifications
+-------------
+Each calls a callback the provider set, from the session's reader (none blocks: the provider
+does its work in tasks of its own): ``tools/list_changed`` ``on_tools_changed``;
+``prompts/list_changed`` and ``resources/list_changed`` ``on_offerings_changed`` (with
+``prompts`` or ``resources``); ``resources/updated`` ``on_resource_updated`` (the URI);
+``notifications/message`` ``on_log`` (level, logger, data).
+
+Prompts and resources
+---------------------
+:attr:`UpstreamConnection.offers` says what the server advertised besides tools
+(:func:`offers_of`). :meth:`UpstreamConnection.item_pages` lists prompts, resources or
+templates a page at a time (at most :data:`MAX_LIST_PAGES` pages); ``get_prompt``,
+``read_resource``, ``complete``, ``subscribe`` and ``set_logging_level`` forward one request
+each. A prompt comes back as a :class:`~awf_mcp.ports.ToolResult` of its messages (roles in
+``structured_content``), a read as ``resource`` items; the server's JSON-RPC error is an
+``isError`` result (or :class:`~awf_mcp.core.upstream.UpstreamFailure`), a dead connection
+:class:`~awf_mcp.core.upstream.UpstreamGone`.
 """
 
 from __future__ import annotations
@@ -90,6 +104,8 @@ from awf_mcp.core.servers import ServerSpec
 from awf_mcp.core.upstream import (
     NO_OFFER,
     ClientOffer,
+    OfferedItem,
+    OfferingKind,
     ProgressCallback,
     RequestAnswerer,
     UpstreamFailure,
@@ -99,7 +115,16 @@ from awf_mcp.core.upstream import (
 )
 from awf_mcp.ops.childenv import child_environment
 from awf_mcp.ops.upstreamprocess import KEEPER_GRACE_SECONDS, claim, launch_key, spawn
-from awf_mcp.ports import ToolAnnotations, ToolContent, ToolDefinition, ToolResult
+from awf_mcp.ports import (
+    PROMPT_ROLES,
+    PromptArgument,
+    PromptDefinition,
+    ResourceDefinition,
+    ToolAnnotations,
+    ToolContent,
+    ToolDefinition,
+    ToolResult,
+)
 from awf_mcp.wire.framing import MAX_MESSAGE_BYTES
 
 log = logging.getLogger("awf_mcp.upstream")
@@ -221,6 +246,10 @@ class UpstreamConnection:
         self.instructions: str | None = None
         self.on_tools_changed: Callable[[], None] | None = None
         self.on_request: RequestAnswerer | None = None
+        self.on_offerings_changed: Callable[[str], None] | None = None
+        self.on_resource_updated: Callable[[str], None] | None = None
+        self.on_log: Callable[[str, str | None, Any], None] | None = None
+        self.offers: frozenset[str] = frozenset()
 
     def reason(self) -> str:
         """Why the connection ended (or what went wrong on it), redacted."""
@@ -244,6 +273,7 @@ class UpstreamConnection:
         except Exception as exc:
             raise UpstreamFailure(self.spec.redact(f"the handshake failed: {exc}")) from None
         self.instructions = result.instructions
+        self.offers = offers_of(result.capabilities)
 
     async def tool_pages(self) -> AsyncGenerator[list[ToolDefinition], None]:
         """The server's tools (its own names), one page at a time: the next page is asked for only
@@ -272,6 +302,101 @@ class UpstreamConnection:
         finally:
             _forget_unlisted(self.session, listed)
 
+    async def item_pages(self, kind: OfferingKind) -> AsyncGenerator[list[OfferedItem], None]:
+        """The server's prompts, resources or resource templates (``kind``), one page at a time as
+        :meth:`tool_pages` reads tools; raises :class:`UpstreamFailure`."""
+        cursor: str | None = None
+        source = self.spec.source
+        for _ in range(MAX_LIST_PAGES):
+            params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+            items: list[OfferedItem]
+            try:
+                if kind == "prompts":
+                    prompts = await self.session.list_prompts(params=params)
+                    cursor, items = prompts.next_cursor, [prompt_from_mcp(p, source) for p in prompts.prompts]
+                elif kind == "resources":
+                    listed = await self.session.list_resources(params=params)
+                    cursor, items = (
+                        listed.next_cursor,
+                        [resource_from_mcp(r, source) for r in listed.resources],
+                    )
+                else:
+                    templates = await self.session.list_resource_templates(params=params)
+                    cursor = templates.next_cursor
+                    items = [resource_from_mcp(t, source) for t in templates.resource_templates]
+            except MCPError as exc:
+                raise self._failure(exc) from None
+            yield items
+            if not cursor:
+                return
+        raise UpstreamFailure(f"its {kind} listing went on for more than {MAX_LIST_PAGES} pages")
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, str]) -> ToolResult:
+        """Get prompt ``name`` (the server's own name): its messages as a prompt result."""
+        try:
+            result = await self.session.get_prompt(name, dict(arguments))
+        except MCPError as exc:
+            return self._error_result(exc)
+        return ToolResult(
+            content=[content_from_mcp(message.content) for message in result.messages],
+            structured_content={
+                "description": result.description or "",
+                PROMPT_ROLES: [message.role for message in result.messages],
+            },
+        )
+
+    async def read_resource(self, uri: str) -> ToolResult:
+        """Read ``uri``: one ``resource`` item per content."""
+        try:
+            result = await self.session.read_resource(uri)
+        except MCPError as exc:
+            return self._error_result(exc)
+        return ToolResult(content=[contents_from_mcp(contents) for contents in result.contents])
+
+    async def complete(self, request: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The server's ``completion/complete`` result (``completion``) for ``request`` (the wire params,
+        ``ref`` naming the server's own prompt or template); raises :class:`UpstreamFailure`."""
+        try:
+            params = types.CompleteRequestParams.model_validate(request, by_name=False)
+            result = await self.session.complete(
+                params.ref, params.argument.model_dump(), context_arguments(params)
+            )
+        except ValidationError:
+            raise UpstreamFailure("the completion request is malformed") from None
+        except MCPError as exc:
+            raise self._failure(exc) from None
+        completion: Mapping[str, Any] = result.completion.model_dump(
+            by_alias=True, mode="json", exclude_none=True
+        )
+        return completion
+
+    async def subscribe(self, uri: str, on: bool) -> None:
+        """``resources/subscribe`` (``on``) or ``resources/unsubscribe`` ``uri``; raises UpstreamFailure."""
+        try:
+            if on:
+                await self.session.send_request(
+                    types.SubscribeRequest(params=types.SubscribeRequestParams(uri=uri)), types.EmptyResult
+                )
+            else:
+                await self.session.send_request(
+                    types.UnsubscribeRequest(params=types.UnsubscribeRequestParams(uri=uri)),
+                    types.EmptyResult,
+                )
+        except MCPError as exc:
+            raise self._failure(exc) from None
+
+    async def set_logging_level(self, level: str) -> None:
+        """``logging/setLevel``; raises :class:`UpstreamFailure`."""
+        try:
+            await self.session.send_request(
+                types.SetLevelRequest(params=types.SetLevelRequestParams(level=level)),  # type: ignore[arg-type]
+                types.EmptyResult,
+            )
+        except (MCPError, ValidationError) as exc:
+            raise UpstreamFailure(
+                self.spec.redact(f"server '{self.spec.name}' refused logging/setLevel: {exc}")
+            ) from None
+
     async def call_tool(
         self, name: str, arguments: Mapping[str, Any], progress: ProgressCallback | None
     ) -> ToolResult:
@@ -288,16 +413,21 @@ class UpstreamConnection:
                 name, dict(arguments), progress_callback=on_progress if progress else None
             )
         except MCPError as exc:
-            failure = self._failure(exc)
-            if isinstance(failure, UpstreamGone):
-                raise failure from None
-            return ToolResult.error(str(failure))
+            return self._error_result(exc)
         if not isinstance(result, types.CallToolResult):
             return ToolResult.error(
                 f"server '{self.spec.name}' answered {name} with a {type(result).__name__}, "
                 "which awf-mcp does not relay"
             )
         return result_from_mcp(result)
+
+    def _error_result(self, exc: MCPError) -> ToolResult:
+        """The ``isError`` result of a request the server answered with an error; raises
+        :class:`UpstreamGone` when the connection died instead."""
+        failure = self._failure(exc)
+        if isinstance(failure, UpstreamGone):
+            raise failure from None
+        return ToolResult.error(str(failure))
 
     def _failure(self, exc: MCPError) -> UpstreamFailure:
         if exc.error.code == types.CONNECTION_CLOSED or self.closed.is_set():
@@ -334,6 +464,72 @@ def tool_from_mcp(tool: types.Tool, source: str) -> ToolDefinition:
         source=source,
         annotations=annotations,
         output_schema=dict(tool.output_schema) if tool.output_schema else None,
+    )
+
+
+def offers_of(capabilities: types.ServerCapabilities) -> frozenset[str]:
+    """What a server offers besides tools (:data:`~awf_mcp.core.upstream.session.OFFERS`), from its
+    capabilities."""
+    offers = set()
+    if capabilities.prompts is not None:
+        offers.add("prompts")
+        if capabilities.prompts.list_changed:
+            offers.add("prompts_changed")
+    if capabilities.resources is not None:
+        offers.add("resources")
+        if capabilities.resources.subscribe:
+            offers.add("subscribe")
+        if capabilities.resources.list_changed:
+            offers.add("resources_changed")
+    if capabilities.completions is not None:
+        offers.add("completions")
+    if capabilities.logging is not None:
+        offers.add("logging")
+    return frozenset(offers)
+
+
+def context_arguments(params: types.CompleteRequestParams) -> dict[str, str] | None:
+    """The already-filled arguments of a completion request, when it has any."""
+    return params.context.arguments if params.context is not None else None
+
+
+def prompt_from_mcp(prompt: types.Prompt, source: str) -> PromptDefinition:
+    """The domain definition of an upstream prompt, name unchanged (the provider prefixes it)."""
+    return PromptDefinition(
+        name=prompt.name,
+        description=prompt.description or "",
+        arguments=tuple(
+            PromptArgument(name=a.name, description=a.description or "", required=bool(a.required))
+            for a in prompt.arguments or ()
+        ),
+        source=source,
+        title=prompt.title,
+    )
+
+
+def resource_from_mcp(resource: types.Resource | types.ResourceTemplate, source: str) -> ResourceDefinition:
+    """The domain definition of an upstream resource or resource template, its URI (template) unchanged."""
+    template = isinstance(resource, types.ResourceTemplate)
+    return ResourceDefinition(
+        uri=resource.uri_template if isinstance(resource, types.ResourceTemplate) else resource.uri,
+        name=resource.name,
+        description=resource.description or "",
+        mime_type=resource.mime_type or "",
+        source=source,
+        template=template,
+        title=resource.title,
+        size=None if isinstance(resource, types.ResourceTemplate) else resource.size,
+    )
+
+
+def contents_from_mcp(contents: types.TextResourceContents | types.BlobResourceContents) -> ToolContent:
+    """One content of a read resource as a ``resource`` item."""
+    if isinstance(contents, types.BlobResourceContents):
+        return ToolContent(
+            type="resource", uri=contents.uri, mime_type=contents.mime_type or "", data=contents.blob
+        )
+    return ToolContent(
+        type="resource", uri=contents.uri, mime_type=contents.mime_type or "", text=contents.text
     )
 
 
@@ -615,10 +811,21 @@ async def _http_streams(spec: ServerSpec, transcript: Transcript, closed: anyio.
 
 
 async def _on_message(transcript: Transcript, connection: list[UpstreamConnection], message: Any) -> None:
-    """The session's ``message_handler``: transport errors and ``tools/list_changed``."""
+    """The session's ``message_handler``: transport errors and the server's notifications."""
+    this = connection[0] if connection else None
     if isinstance(message, types.ToolListChangedNotification):
-        if connection and connection[0].on_tools_changed is not None:
-            connection[0].on_tools_changed()
+        if this is not None and this.on_tools_changed is not None:
+            this.on_tools_changed()
+    elif isinstance(message, types.PromptListChangedNotification | types.ResourceListChangedNotification):
+        if this is not None and this.on_offerings_changed is not None:
+            prompts = isinstance(message, types.PromptListChangedNotification)
+            this.on_offerings_changed("prompts" if prompts else "resources")
+    elif isinstance(message, types.ResourceUpdatedNotification):
+        if this is not None and this.on_resource_updated is not None:
+            this.on_resource_updated(message.params.uri)
+    elif isinstance(message, types.LoggingMessageNotification):
+        if this is not None and this.on_log is not None:
+            this.on_log(message.params.level, message.params.logger, message.params.data)
     elif isinstance(message, Exception):
         text = str(message).strip().splitlines()[0] if str(message).strip() else ""
         transcript.fault = transcript.spec.redact(

@@ -299,3 +299,15 @@ async def test_a_script_the_agent_overwrites_does_not_run_without_the_users_appr
     async with mcp_session("--exclude", "Bash", cwd=root, env=env) as session:
         approved = await session.call_tool("scripts_hello", {})
     assert not approved.is_error and (root / "pwned.txt").exists()
+
+
+@pytest.mark.anyio
+async def test_sqlite_serves_each_table_schema_as_a_resource(root: Path, database: Path) -> None:
+    env = only("sqlite", AWF_MCP_PLUGIN_SQLITE_DATABASE=database.name)
+    async with mcp_session("--no-builtins", cwd=root, env=env) as session:
+        resources = [str(r.uri) for r in (await session.list_resources()).resources]
+        templates = [t.uri_template for t in (await session.list_resource_templates()).resource_templates]
+        read = await session.read_resource("sqlite://schema/users")
+    assert resources == ["sqlite://schema/users"] and templates == ["sqlite://schema/{table}"]
+    schema = json.loads(read.contents[0].text)  # type: ignore[union-attr]
+    assert schema["name"] == "users" and [c["name"] for c in schema["columns"]] == ["id", "name"]

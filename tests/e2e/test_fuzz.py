@@ -41,7 +41,8 @@ from jsonschema import Draft202012Validator
 
 from awf_mcp.ports import ToolContent, ToolResult
 from awf_mcp.wire.framing import Frame, FrameReader, Oversized
-from awf_mcp.wire.server import encode_reply, frame_error, json_problem, result_to_mcp
+from awf_mcp.wire.mapping import result_to_mcp
+from awf_mcp.wire.stdio import encode_reply, frame_error, json_problem
 from tests.helpers.harness import RawServer, report
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("testkit")]

@@ -33,7 +33,7 @@ from mcp.client.subscriptions import ServerEvent, ToolsListChanged, listen
 from mcp.shared.exceptions import MCPError
 from mcp_types import METHOD_NOT_FOUND, ToolListChangedNotification
 
-from awf_mcp.wire.server import LISTEN_LIMIT
+from awf_mcp.wire.changes import LISTEN_LIMIT
 from tests.helpers.harness import (
     RawServer,
     mcp_session,

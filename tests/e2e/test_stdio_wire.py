@@ -103,7 +103,7 @@ def cancel(request_id: int) -> bytes:
 
 
 def test_requests_past_the_limit_are_refused_and_cancelled_ones_free_their_place(tmp_path: Path) -> None:
-    limit = 64  # awf_mcp.wire.server.REQUESTS_IN_FLIGHT_LIMIT
+    limit = 64  # awf_mcp.wire.stdio.REQUESTS_IN_FLIGHT_LIMIT
     with RawServer("--root", str(tmp_path), cwd=tmp_path) as server:
         server.initialize()
         sleeping = [3000 + index for index in range(limit)]

@@ -510,3 +510,57 @@ def test_bound_methods_are_tools_with_self_bound() -> None:
     assert list(found.input_schema["properties"]) == ["by"]
     result = asyncio.run(provider(counter.bump).call_tool("demo_bump", {"by": 5}))
     assert result is not None and result.structured_content == {"result": 15}
+
+
+# --- prompts and resources ----------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_prompts_and_resources_take_arguments_and_descriptions_from_signature_and_docstring() -> None:
+    from awf_mcp import prompt, resource
+    from awf_mcp.authoring import FunctionOfferingProvider
+    from awf_mcp.ports import PROMPT_ROLES
+
+    @prompt
+    def review(path: str, focus: str = "bugs") -> list[tuple[str, str]]:
+        """Review one file.
+
+        Args:
+            path: The file to review.
+            focus: What to look for.
+        """
+        return [("user", f"Review {path} for {focus}."), ("assistant", "Reading it.")]
+
+    @resource("notes://today", mime_type="text/markdown")
+    def today() -> str:
+        """Today's notes."""
+        return "# Today"
+
+    @resource("notes://day/{day}", each=lambda: ["mon", "tue"])
+    def day(day: str) -> bytes:
+        return day.encode()
+
+    offering = FunctionOfferingProvider(plugin="notes", source="plugin:notes", functions=[review, today, day])
+    [definition] = offering.list_prompts()
+    assert definition.name == "notes_review" and definition.description == "Review one file."
+    assert [(a.name, a.description, a.required) for a in definition.arguments] == [
+        ("path", "The file to review.", True),
+        ("focus", "What to look for.", False),
+    ]
+    got = await offering.get_prompt("notes_review", {"path": "a.py"})
+    assert [c.text for c in got.content] == ["Review a.py for bugs.", "Reading it."]
+    assert got.structured_content[PROMPT_ROLES] == ["user", "assistant"]
+    assert [r.uri for r in offering.list_resources()] == [
+        "notes://today",
+        "notes://day/mon",
+        "notes://day/tue",
+    ]
+    assert [t.uri for t in offering.list_resource_templates()] == ["notes://day/{day}"]
+    text = await offering.read_resource("notes://today")
+    assert text.content[0].text == "# Today" and text.content[0].mime_type == "text/markdown"
+    blob = await offering.read_resource("notes://day/wed")
+    assert blob.content[0].data == "d2Vk"  # b"wed", by template
+    with pytest.raises(ToolError, match="no resource"):
+        await offering.read_resource("notes://elsewhere")
+    with pytest.raises(TypeError, match="not a URI template"):
+        resource("notes://{broken")(today)

@@ -20,7 +20,8 @@ from mcp.client.session import ClientRequestContext
 from awf_mcp.core.calls import ToolInvoker
 from awf_mcp.core.registry import RegisteredTool, Registry
 from awf_mcp.ports import ClientCannotAnswer, ToolResult, current_call
-from awf_mcp.wire.server import McpServer, question_key
+from awf_mcp.wire.channel import question_key
+from awf_mcp.wire.server import McpServer
 from tests.helpers.providers import definition
 
 pytestmark = pytest.mark.anyio

@@ -9,7 +9,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from awf_mcp.wire.client import content_from_mcp, result_from_mcp, tool_from_mcp
-from awf_mcp.wire.server import content_to_mcp, result_to_mcp
+from awf_mcp.wire.mapping import content_to_mcp, result_to_mcp
 
 BLOCK: TypeAdapter[Any] = TypeAdapter(types.ContentBlock)
 

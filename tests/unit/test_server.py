@@ -19,17 +19,9 @@ from awf_mcp.core.registry import RegisteredTool, Registry
 from awf_mcp.ports import ToolDefinition, ToolResult, visible_text
 from awf_mcp.wire import server as server_module
 from awf_mcp.wire.framing import MAX_MESSAGE_BYTES, StdioWire
-from awf_mcp.wire.server import (
-    RESULT_BYTE_LIMIT,
-    McpServer,
-    ResultTooLarge,
-    encode_reply,
-    frame_error,
-    json_problem,
-    result_size,
-    result_to_mcp,
-    tool_to_mcp,
-)
+from awf_mcp.wire.mapping import RESULT_BYTE_LIMIT, ResultTooLarge, result_size, result_to_mcp, tool_to_mcp
+from awf_mcp.wire.server import McpServer
+from awf_mcp.wire.stdio import encode_reply, frame_error, json_problem
 from tests.helpers.providers import ANNOTATED, IMAGE, StaticProvider, definition
 
 pytestmark = pytest.mark.anyio
@@ -322,12 +314,12 @@ def test_valid_json_that_is_not_json_rpc_is_still_an_invalid_request() -> None:
 
 
 def test_only_a_result_that_could_pass_the_limit_is_measured(monkeypatch: pytest.MonkeyPatch) -> None:
-    import awf_mcp.wire.server as server_module
+    import awf_mcp.wire.mapping as mapping_module
 
     measured: list[ToolResult] = []
-    real_size = server_module.result_size
+    real_size = mapping_module.result_size
     monkeypatch.setattr(
-        server_module, "result_size", lambda result: measured.append(result) or real_size(result)
+        mapping_module, "result_size", lambda result: measured.append(result) or real_size(result)
     )
     small = ToolResult.text("\n" * (RESULT_BYTE_LIMIT // 6 - 200))  # every character escaped: still within
     assert not result_to_mcp(small).is_error and measured == []

@@ -1,7 +1,7 @@
 """The SDK adapter's tools/list_changed bookkeeping, in-process: what it remembers stays bounded.
 
 Handshake-era connections that listed the tools are remembered to be told of a change, at most
-:data:`~awf_mcp.wire.server.LISTED_BY_LIMIT` of them, the latest to list; connections that come
+:data:`~awf_mcp.wire.changes.LISTED_BY_LIMIT` of them, the latest to list; connections that come
 and go never make it grow past that, and the latest is still told. Stateless-revision requests
 (each its own connection, with no channel to tell) are never remembered: those clients listen.
 """
@@ -17,7 +17,8 @@ from mcp_types import ToolListChangedNotification
 from awf_mcp.core.calls import ToolInvoker
 from awf_mcp.core.config import Settings
 from awf_mcp.core.registry import build
-from awf_mcp.wire.server import LISTED_BY_LIMIT, McpServer
+from awf_mcp.wire.changes import LISTED_BY_LIMIT
+from awf_mcp.wire.server import McpServer
 from tests.unit.test_registry import provider_of, upstream
 
 pytestmark = pytest.mark.anyio
@@ -53,14 +54,14 @@ async def test_stateless_requests_are_never_remembered() -> None:
     async with Client(server.sdk_server, mode="2026-07-28") as client:
         for _ in range(10):
             await client.list_tools()
-    assert server._listed_by == {}
+    assert len(server._listed_by) == 0
 
 
 async def test_nothing_is_remembered_when_the_tools_cannot_change() -> None:
     server = McpServer(ToolInvoker(build([], Settings()), timeout_seconds=5))
     async with Client(server.sdk_server, mode="legacy") as client:
         await client.list_tools()
-    assert server._listed_by == {}
+    assert len(server._listed_by) == 0
 
 
 async def test_once_listen_streams_are_ended_a_new_one_is_refused() -> None:

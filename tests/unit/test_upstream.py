@@ -68,6 +68,10 @@ class FakeSession:
         self.closed = anyio.Event()
         self.instructions: str | None = None
         self.on_tools_changed: Any = None
+        self.offers: frozenset[str] = frozenset()  # tools only
+        self.on_offerings_changed: Any = None
+        self.on_resource_updated: Any = None
+        self.on_log: Any = None
         self.on_request: Any = None
 
     async def handshake(self, offer: Any) -> None:

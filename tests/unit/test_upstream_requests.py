@@ -48,6 +48,10 @@ class HeldSession:
         self.closed = anyio.Event()
         self.instructions: str | None = None
         self.on_tools_changed: Any = None
+        self.offers: frozenset[str] = frozenset()  # tools only
+        self.on_offerings_changed: Any = None
+        self.on_resource_updated: Any = None
+        self.on_log: Any = None
         self.on_request: Any = None
         self.release = anyio.Event()
         self.offered: ClientOffer | None = None
@@ -222,7 +226,7 @@ async def test_a_call_with_other_roots_than_those_last_told_announces_the_change
 async def test_a_server_flooding_the_agent_with_requests_is_cut_short(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("awf_mcp.core.upstream.MAX_PENDING_REQUESTS", 2)
+    monkeypatch.setattr("awf_mcp.core.upstream.routing.MAX_PENDING_REQUESTS", 2)
     session = HeldSession()
     upstream = await provider(session)
     channel = Channel("slow")  # never answers
@@ -325,7 +329,7 @@ async def test_a_stateless_agents_call_is_suspended_and_its_retry_resumes_the_up
 async def test_a_retry_with_other_arguments_is_a_new_call_and_suspended_calls_are_bounded(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("awf_mcp.core.upstream.MAX_SUSPENDED", 1)
+    monkeypatch.setattr("awf_mcp.core.upstream.routing.MAX_SUSPENDED", 1)
     session = HeldSession()
     upstream = await provider(session)
     refused: list[str] = []

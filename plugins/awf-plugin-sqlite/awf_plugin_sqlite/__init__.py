@@ -6,6 +6,12 @@ Tools
 ``sqlite_schema``  one table's ``CREATE`` statement and columns;
 ``sqlite_query``   one read-only SQL statement with bound ``params``.
 
+Resources
+---------
+``sqlite://schema/<table>``  each table's and view's schema (its ``CREATE`` statement and
+                             columns, as JSON), listed one per table when the database is
+                             configured, and readable by template (``sqlite://schema/{table}``).
+
 Settings (``[plugins.sqlite]`` in ``awf-mcp.toml`` or ``AWF_MCP_PLUGIN_SQLITE_<KEY>``)
 ------------------------------------------------------------------------------------
 ``database``  the database file (required; a relative path is resolved against the
@@ -44,15 +50,17 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from awf_mcp import PluginContext, ToolError, current_call, hookimpl, tool
+from awf_mcp import PluginContext, ToolError, current_call, hookimpl, resource, tool
 from awf_mcp.budget import current_budget
 
 __all__ = ["Column", "QueryResult", "SchemaResult", "SqliteTools", "Table", "TablesResult"]
 
+SCHEMA_URI = "sqlite://schema/{table}"
+"""The resource template of each table's schema (listed one resource per table and view)."""
 DEFAULT_MAX_ROWS = 500
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 DEFAULT_TIMEOUT_SECONDS = 30.0
@@ -242,6 +250,18 @@ class SqliteTools:
             columns=[Column(n, t or "", bool(nn), d, bool(pk)) for n, t, nn, d, pk in columns],
         )
 
+    def table_names(self) -> list[str]:
+        """The tables and views, for the schema resources (none while the database is not configured)."""
+        try:
+            return [table.name for table in self.tables().tables]
+        except ToolError:
+            return []
+
+    @resource(SCHEMA_URI, name="schema", mime_type="application/json", each="table_names")
+    def schema_resource(self, table: str) -> str:
+        """One table's or view's CREATE statement and columns, as JSON."""
+        return json.dumps(asdict(self.schema(table)), indent=2)
+
     @tool(read_only=True, idempotent=True, open_world=False)
     def query(
         self,
@@ -355,3 +375,9 @@ def awf_mcp_register_tools(plugin: PluginContext) -> None:
     plugin.register(tools.tables)
     plugin.register(tools.schema)
     plugin.register(tools.query)
+
+
+@hookimpl
+def awf_mcp_register_resources(plugin: PluginContext) -> None:
+    """Contribute each table's schema as the resource ``sqlite://schema/<table>``."""
+    plugin.register(SqliteTools(plugin).schema_resource)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import time
@@ -215,3 +216,28 @@ def test_an_endless_query_stops_when_the_call_is_cancelled(database: Path) -> No
         assert time.monotonic() - started < 5
     finally:
         unbind_call_context(token)
+
+
+@pytest.mark.anyio
+async def test_each_table_schema_is_a_resource_listed_and_read_by_template(database: Path) -> None:
+    from awf_plugin_sqlite import awf_mcp_register_resources
+
+    from awf_mcp.authoring import FunctionOfferingProvider
+
+    context = PluginContext(name="sqlite", settings={"database": str(database)}, roots=())
+    awf_mcp_register_resources(plugin=context)
+    offering = FunctionOfferingProvider(plugin="sqlite", source="plugin:sqlite", functions=context.registered)
+    assert [r.uri for r in offering.list_resources()] == ["sqlite://schema/cheap", "sqlite://schema/items"]
+    assert [t.uri for t in offering.list_resource_templates()] == ["sqlite://schema/{table}"]
+    read = await offering.read_resource("sqlite://schema/items")
+    schema = json.loads(read.content[0].text)
+    assert read.content[0].uri == "sqlite://schema/items" and read.content[0].mime_type == "application/json"
+    assert schema["name"] == "items" and [c["name"] for c in schema["columns"]] == ["id", "name", "price"]
+    with pytest.raises(ToolError, match="no table or view named 'nothing'"):
+        await offering.read_resource("sqlite://schema/nothing")
+    unconfigured = PluginContext(name="sqlite", settings={}, roots=())
+    awf_mcp_register_resources(plugin=unconfigured)
+    empty = FunctionOfferingProvider(
+        plugin="sqlite", source="plugin:sqlite", functions=unconfigured.registered
+    )
+    assert empty.list_resources() == [] and len(empty.list_resource_templates()) == 1
