@@ -9,8 +9,12 @@ Contract
   and the timeouts and ``enabled`` flag where the agent has them (Gemini's ``timeout`` in
   ms, Codex's ``startup_timeout_sec``/``tool_timeout_sec``/``bearer_token_env_var``/
   ``http_headers``). Values are copied as written: ``${VAR}`` stays unexpanded. awf's own
-  entry (named ``awf``, or running ``awf-mcp ... serve``) is skipped, and so is an SSE
-  server (awf-mcp relays stdio and Streamable HTTP only), with a note.
+  entry (named ``awf``, or running ``awf-mcp ... serve``) is skipped.
+* An SSE server (Claude Code's ``"type": "sse"``, Gemini CLI's ``url`` as opposed to its
+  ``httpUrl``) gets ``type = "sse"``. A remote server with no ``Authorization`` header of its
+  own (nor Codex's ``bearer_token_env_var``), unless Gemini's ``oauth.enabled`` is false, gets
+  ``auth = "oauth"`` (Gemini's ``oauth.clientId`` as ``client_id``): it signs in when the
+  server asks for it, and the import notes ``awf-mcp servers login NAME`` for each one.
 * Names that awf-mcp cannot use (``_``, ``.``, over 32 characters) become a valid name,
   with a note.
 * Each table is checked before it is offered: it must be writable as TOML, read back
@@ -71,12 +75,11 @@ def _valid_name(name: str, taken: set[str]) -> str:
 
 
 def _convert(client: str, server: ServerEntry) -> tuple[dict[str, Any] | None, str]:
-    """An agent's entry as an awf-mcp table, or ``None`` and why it is skipped."""
+    """An agent's entry as an awf-mcp table and a note for the user, or ``None`` and why it is skipped."""
     entry = server.table
     table: dict[str, Any] = {}
+    note = ""
     kind = entry.get("type", entry.get("transport"))
-    if kind == "sse" or (client == "gemini" and entry.get("url") and not entry.get("httpUrl")):
-        return None, "it uses the SSE transport, which awf-mcp does not relay"
     if entry.get("command"):
         table["command"] = entry["command"]
         if entry.get("args"):
@@ -86,12 +89,23 @@ def _convert(client: str, server: ServerEntry) -> tuple[dict[str, Any] | None, s
         if entry.get("cwd"):
             table["cwd"] = entry["cwd"]
     elif server.url:
+        # Gemini CLI's `url` (beside no `httpUrl`) is its SSE transport.
+        if kind == "sse" or (client == "gemini" and entry.get("url") and not entry.get("httpUrl")):
+            table["type"] = "sse"
         table["url"] = server.url
         headers = dict(entry.get("headers") or entry.get("http_headers") or {})
         if entry.get("bearer_token_env_var"):
             headers["Authorization"] = f"Bearer ${{{entry['bearer_token_env_var']}}}"
         if headers:
             table["headers"] = headers
+        found = entry.get("oauth")
+        oauth: dict[str, Any] = found if isinstance(found, dict) else {}
+        if oauth.get("enabled", True) is not False and not any(k.lower() == "authorization" for k in headers):
+            # No credentials of its own: it signs in with OAuth if the server asks for it.
+            table["auth"] = "oauth"
+            if isinstance(oauth.get("clientId"), str) and oauth["clientId"]:
+                table["client_id"] = oauth["clientId"]
+            note = "sign-in"
     else:
         return None, "it has neither a command nor a URL"
     if client == "gemini" and isinstance(entry.get("timeout"), int | float):
@@ -104,7 +118,7 @@ def _convert(client: str, server: ServerEntry) -> tuple[dict[str, Any] | None, s
             table[ours] = entry[theirs]
     if server.disabled:
         table["enabled"] = False
-    return table, ""
+    return table, note
 
 
 def _check_client(client: str) -> None:
@@ -136,6 +150,11 @@ def agent_servers(
         ours = name if _NAME.match(name) and name not in imported else _valid_name(name, set(imported))
         if ours != name:
             notes.append(f"'{name}' becomes '{ours}' (server names are letters, digits and '-')")
+        if why == "sign-in":
+            notes.append(
+                f"'{ours}' signs in with OAuth when the server asks for it (auth = \"oauth\"): "
+                f"run awf-mcp servers login {ours} once"
+            )
         imported[ours] = (name, table)
     return path, imported, notes
 

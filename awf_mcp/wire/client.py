@@ -32,11 +32,14 @@ stdio
 
 HTTP
 ----
-The SDK's Streamable HTTP client with the spec's ``headers`` on every request. The SDK ends the
+The SDK's Streamable HTTP client, or its HTTP+SSE client for a ``type = "sse"`` server, with
+the spec's ``headers`` on every request and, for an ``auth = "oauth"`` server, the SDK's OAuth
+provider over the stored tokens (:mod:`awf_mcp.wire.oauth`). The SDK ends the
 connection on a request that fails without saying why; awf-mcp's HTTP client records the cause
 as the connection's reason (:func:`describe_http_failure`): ``connection refused``, ``name not
 resolved``, ``TLS: <what failed>``, ``no answer within N s``, and for an answer of status 400 or
-more to a POST, ``HTTP <status> at <url>``.
+more to a POST (or, on SSE, to the GET that opens the stream), ``HTTP <status> at <url>``; a
+server that needs sign-in, ``server 'NAME' needs sign-in: run awf-mcp servers login NAME``.
 
 Secrets
 -------
@@ -571,11 +574,19 @@ def describe_http_failure(exc: BaseException, url: str) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _reporting_http_client(spec: ServerSpec, transcript: Transcript) -> Any:
+def _reporting_http_client(spec: ServerSpec, transcript: Transcript, auth: Any = None) -> Any:
     """The SDK's HTTP client, as :func:`mcp.shared._httpx_utils.create_mcp_http_client` makes it, that
-    also records why a request failed as ``transcript.fault`` (see "HTTP" in the module docstring)."""
+    also records why a request failed as ``transcript.fault`` (see "HTTP" in the module docstring).
+
+    AUTH: the SDK's OAuth provider of an ``auth = "oauth"`` server, or ``None``."""
     import httpx2
     from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
+
+    from awf_mcp.wire import oauth
+
+    # The SSE transport's GET is the connection itself; Streamable HTTP's optional GET stream
+    # may be refused by a server that has none.
+    reported = {"POST", "GET"} if spec.sse else {"POST"}
 
     class ReportingClient(httpx2.AsyncClient):
         async def send(self, request: httpx2.Request, **options: Any) -> httpx2.Response:
@@ -585,22 +596,47 @@ def _reporting_http_client(spec: ServerSpec, transcript: Transcript) -> Any:
                 transcript.fault = describe_http_failure(exc, str(request.url))
                 log.debug("[%s] %s", spec.name, spec.redact(transcript.fault))
                 raise
-            if response.status_code >= 400 and request.method == "POST":
+            except Exception as exc:
+                sentence = oauth.describe_failure(spec, exc)
+                if sentence:
+                    transcript.fault = sentence
+                raise
+            if response.status_code >= 400 and request.method in reported:
                 phrase = f" {response.reason_phrase}" if response.reason_phrase else ""
                 shown = f"{request.url.scheme}://{request.url.netloc.decode()}{request.url.path}"  # no query
                 transcript.fault = f"HTTP {response.status_code}{phrase} at {shown}"
             return response
 
     timeout = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
-    return ReportingClient(headers=dict(spec.headers), timeout=timeout)
+    return ReportingClient(headers=dict(spec.headers), timeout=timeout, auth=auth)
 
 
 @contextlib.asynccontextmanager
-async def _http_streams(spec: ServerSpec, transcript: Transcript, closed: anyio.Event) -> AsyncIterator[Any]:
+async def _http_streams(
+    spec: ServerSpec, transcript: Transcript, closed: anyio.Event, auth: Any = None
+) -> AsyncIterator[Any]:
+    """Streamable HTTP, or HTTP+SSE for an ``sse`` server, on the SDK's clients."""
+    from mcp.client.sse import sse_client
     from mcp.client.streamable_http import streamable_http_client
 
+    from awf_mcp.wire import oauth
+
+    if auth is None and spec.auth:
+        auth = oauth.serving_auth(spec)
+    if spec.sse:
+
+        def factory(headers: Any = None, timeout: Any = None, auth: Any = None) -> Any:
+            return _reporting_http_client(spec, transcript, auth)
+
+        streams: Any = sse_client(spec.url, httpx_client_factory=factory, auth=auth)
+        async with streams as (reads, writes):
+            try:
+                yield reads, writes
+            finally:
+                closed.set()
+        return
     async with (
-        _reporting_http_client(spec, transcript) as http,
+        _reporting_http_client(spec, transcript, auth) as http,
         streamable_http_client(spec.url, http_client=http) as (reads, writes),
     ):
         try:
@@ -623,16 +659,20 @@ async def _on_message(transcript: Transcript, connection: list[UpstreamConnectio
 
 
 @contextlib.asynccontextmanager
-async def connect(spec: ServerSpec, cwd: str) -> AsyncIterator[UpstreamConnection]:
+async def connect(spec: ServerSpec, cwd: str, auth: Any = None) -> AsyncIterator[UpstreamConnection]:
     """Open ``spec`` (in ``cwd`` for a stdio server) and yield the connection, before its handshake.
 
-    Raises :class:`~awf_mcp.core.upstream.UpstreamFailure` with a redacted sentence when the
-    server cannot be started.
+    AUTH: the SDK's OAuth provider to use (``servers login`` passes its own); by default an
+    ``auth = "oauth"`` server gets :func:`awf_mcp.wire.oauth.serving_auth`, which never asks a
+    person. Raises :class:`~awf_mcp.core.upstream.UpstreamFailure` with a redacted sentence when
+    the server cannot be started (or needs sign-in).
     """
     transcript = Transcript(spec)
     closed = anyio.Event()
     streams = (
-        _http_streams(spec, transcript, closed) if spec.url else _stdio_streams(spec, cwd, transcript, closed)
+        _http_streams(spec, transcript, closed, auth)
+        if spec.url
+        else _stdio_streams(spec, cwd, transcript, closed)
     )
     opened: list[UpstreamConnection] = []
 

@@ -1,0 +1,411 @@
+"""OAuth sign-in for ``auth = "oauth"`` upstreams, on the SDK's own client (``mcp.client.auth``).
+
+Contract
+--------
+Everything OAuth is the SDK's :class:`~mcp.client.auth.OAuthClientProvider`: protected-resource
+metadata, then authorization-server metadata (its issuer checked), a client ID metadata document
+where the server accepts one (``client_metadata_url``) or else dynamic client registration (or
+the ``client_id`` registered beforehand), PKCE, the resource indicator, the scopes the server
+asks for, the state check, the token exchange and the refresh. This module gives it:
+
+* :class:`StoredTokens`, its ``TokenStorage``, over :mod:`awf_mcp.ops.tokenstore` (the OS
+  keyring, else a ``0600`` file in the user's state directory; never a config file). The
+  absolute expiry is kept beside the tokens so that a later process knows an access token
+  has expired and refreshes it rather than sending it (:class:`_Provider`).
+* :func:`sign_in` (``awf-mcp servers login NAME``): a loopback listener on ``127.0.0.1`` and an
+  ephemeral port receives the redirect (the only redirect URI registered); the authorization
+  URL goes to ``show`` and, unless told not to, to the browser (:mod:`webbrowser`). It waits
+  at most ``timeout`` seconds for the redirect; a denial, a timeout or a state mismatch raises
+  :class:`SignInFailed` with one sentence, and nothing is stored but the registered client.
+  Signed in means the MCP handshake with the new token succeeded.
+* :func:`serving_auth` (``serve``, ``servers list``, ``doctor``): the provider over the stored
+  tokens, refreshed by the SDK when they expire. It never asks a person: where the SDK would
+  send the user to the authorization page, the connection fails with
+  ``server 'NAME' needs sign-in: run awf-mcp servers login NAME`` (:func:`describe_failure`
+  turns that, and the SDK's OAuth errors, into the connection's reason). A server that asks
+  for no token is served without one, so ``auth = "oauth"`` on an open server costs nothing.
+* :func:`sign_out` forgets the entry and asks the authorization server to revoke the tokens
+  when its metadata names a revocation endpoint (RFC 7009; the answer is reported, not needed).
+* :func:`state` says, without a request, what is stored: signed in (expiry), or needs sign-in.
+
+No token, code or client secret is logged, printed or put in an error by this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import threading
+import time
+import urllib.parse
+import webbrowser
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from mcp.client.auth import OAuthClientProvider, OAuthFlowError, OAuthRegistrationError, OAuthTokenError
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
+
+from awf_mcp import __version__
+from awf_mcp.core.servers import ServerSpec
+from awf_mcp.core.upstream import UpstreamFailure
+from awf_mcp.ops import tokenstore
+from awf_mcp.ports import inert_text
+
+DEFAULT_SIGN_IN_SECONDS = 300.0
+CALLBACK_PATH = "/callback"
+_PLACEHOLDER_REDIRECT = "http://127.0.0.1/callback"
+"""The redirect URI of the serving provider's metadata: it never sends anyone to authorize."""
+
+
+class SignInNeeded(Exception):
+    """Serving reached the point where a person must sign in."""
+
+
+class SignInFailed(Exception):
+    """``servers login`` did not sign in; the message is one sentence for the user."""
+
+
+def login_command(name: str) -> str:
+    """The command that signs in to server NAME."""
+    return f"awf-mcp servers login {name}"
+
+
+def needs_sign_in(name: str) -> str:
+    """The sentence for a server that needs sign-in."""
+    return f"server '{name}' needs sign-in: run {login_command(name)}"
+
+
+def _key(spec: ServerSpec) -> str:
+    return tokenstore.entry_key(spec.name, spec.url)
+
+
+class StoredTokens:
+    """The SDK's ``TokenStorage`` over :mod:`awf_mcp.ops.tokenstore` for one server.
+
+    ``fresh``: read no tokens (a sign-in starts over). ``redirect_uri``: a registered client is
+    read only if that URI is among its redirect URIs (a new loopback port registers anew).
+    """
+
+    def __init__(self, spec: ServerSpec, *, fresh: bool = False, redirect_uri: str = "") -> None:
+        self.spec = spec
+        self.fresh = fresh
+        self.redirect_uri = redirect_uri
+
+    async def get_tokens(self) -> OAuthToken | None:
+        if self.fresh:
+            return None
+        stored = tokenstore.load(_key(self.spec)).get("tokens")
+        if not isinstance(stored, dict):
+            return None
+        fields = {k: v for k, v in stored.items() if k != "expires_at"}
+        expires_at = stored.get("expires_at")
+        if isinstance(expires_at, int | float):
+            fields["expires_in"] = int(expires_at - time.time())
+        try:
+            return OAuthToken.model_validate(fields)
+        except ValueError:
+            return None
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        record: dict[str, Any] = tokens.model_dump(mode="json", exclude_none=True)
+        record.pop("expires_in", None)
+        if tokens.expires_in is not None:
+            record["expires_at"] = time.time() + int(tokens.expires_in)
+        with tokenstore.updating(_key(self.spec)) as entry:
+            entry["tokens"] = record
+            entry["signed_in_at"] = entry.get("signed_in_at") if not self.fresh else time.time()
+        self.fresh = False
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        if self.spec.client_id:
+            return OAuthClientInformationFull(
+                client_id=self.spec.client_id,
+                redirect_uris=[self.redirect_uri or _PLACEHOLDER_REDIRECT],  # type: ignore[list-item]
+                token_endpoint_auth_method="none",
+            )
+        stored = tokenstore.load(_key(self.spec)).get("client")
+        if not isinstance(stored, dict):
+            return None
+        try:
+            client = OAuthClientInformationFull.model_validate(stored)
+        except ValueError:
+            return None
+        if self.redirect_uri and self.redirect_uri not in {str(uri) for uri in client.redirect_uris or ()}:
+            return None
+        return client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        if self.spec.client_id:
+            return
+        with tokenstore.updating(_key(self.spec)) as entry:
+            entry["client"] = client_info.model_dump(mode="json", exclude_none=True)
+
+
+class _Provider(OAuthClientProvider):
+    """The SDK's provider, told the stored tokens' expiry when it loads them (the SDK's own load
+    keeps tokens without one, so an expired token would be sent, answered 401 and taken for a
+    missing sign-in instead of being refreshed)."""
+
+    async def _initialize(self) -> None:
+        await super()._initialize()
+        tokens = self.context.current_tokens
+        if tokens is not None and tokens.expires_in is not None:
+            self.context.update_token_expiry(tokens)
+
+
+def _metadata(redirect_uri: str) -> OAuthClientMetadata:
+    return OAuthClientMetadata(
+        client_name="awf-mcp",
+        software_id="awf-mcp",
+        software_version=__version__,
+        redirect_uris=[redirect_uri],  # type: ignore[list-item]
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        token_endpoint_auth_method="none",
+    )
+
+
+def _provider(
+    spec: ServerSpec,
+    storage: StoredTokens,
+    redirect_uri: str,
+    redirect_handler: Callable[[str], Any],
+    callback_handler: Callable[[], Any],
+) -> _Provider:
+    try:
+        return _Provider(
+            server_url=spec.url,
+            client_metadata=_metadata(redirect_uri),
+            storage=storage,
+            redirect_handler=redirect_handler,
+            callback_handler=callback_handler,
+            client_metadata_url=spec.client_metadata_url or None,
+        )
+    except ValueError as exc:  # a client_metadata_url that is not an https URL with a path
+        raise UpstreamFailure(spec.redact(f"server '{spec.name}': {exc}")) from None
+
+
+def has_tokens(spec: ServerSpec) -> bool:
+    """Whether tokens are stored for SPEC."""
+    return isinstance(tokenstore.load(_key(spec)).get("tokens"), dict)
+
+
+def serving_auth(spec: ServerSpec) -> Any:
+    """The SDK's provider over SPEC's stored tokens, never asking a person (see the module docstring).
+
+    Raises :class:`UpstreamFailure` when the token store is refused (another user can read it).
+    """
+    from awf_mcp.errors import UserError
+
+    try:
+        tokenstore.load(_key(spec))
+    except UserError as exc:
+        raise UpstreamFailure(exc.message) from None
+
+    async def ask_a_person(*_: Any) -> Any:
+        raise SignInNeeded(needs_sign_in(spec.name))
+
+    return _provider(spec, StoredTokens(spec), _PLACEHOLDER_REDIRECT, ask_a_person, ask_a_person)
+
+
+def describe_failure(spec: ServerSpec, exc: BaseException) -> str:
+    """The connection's reason for an exception the OAuth provider raised (empty: not an OAuth one)."""
+    if isinstance(exc, SignInNeeded | SignInFailed):
+        return str(exc)
+    if isinstance(exc, OAuthFlowError) and "State parameter mismatch" in str(exc):
+        return "the redirect's state did not match the sign-in's (a stale or forged redirect); nothing stored"
+    if isinstance(exc, OAuthFlowError | OAuthTokenError | OAuthRegistrationError):
+        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        return f"{needs_sign_in(spec.name)} (the authorization server answered: {inert_text(first)})"
+    return ""
+
+
+@dataclass
+class _Redirect:
+    """What the loopback listener received."""
+
+    params: dict[str, str]
+    done: threading.Event
+
+
+class _Listener(http.server.HTTPServer):
+    redirect: _Redirect
+
+
+class _CallbackHandler(http.server.BaseHTTPRequestHandler):
+    server: _Listener
+
+    def do_GET(self) -> None:
+        parsed = urllib.parse.urlsplit(self.path)
+        if parsed.path != CALLBACK_PATH or self.server.redirect.done.is_set():
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        query = urllib.parse.parse_qs(parsed.query[:8192], max_num_fields=20)
+        self.server.redirect.params = {key: values[0] for key, values in query.items() if values}
+        body = (
+            b"<!doctype html><title>awf-mcp</title><p>awf-mcp received the answer: you can close this tab.\n"
+        )
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        self.server.redirect.done.set()
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+
+@contextlib.contextmanager
+def _loopback() -> Any:
+    listener = _Listener(("127.0.0.1", 0), _CallbackHandler)
+    listener.redirect = _Redirect({}, threading.Event())
+    thread = threading.Thread(target=listener.serve_forever, name="awf-mcp-oauth-callback", daemon=True)
+    thread.start()
+    try:
+        yield listener
+    finally:
+        listener.shutdown()
+        listener.server_close()
+
+
+async def sign_in(
+    spec: ServerSpec,
+    *,
+    show: Callable[[str], None],
+    open_browser: bool = True,
+    timeout: float = DEFAULT_SIGN_IN_SECONDS,
+) -> None:
+    """Sign in to SPEC (see the module docstring); raises :class:`SignInFailed` with one sentence."""
+    from awf_mcp.wire.client import connect
+
+    with _loopback() as listener:
+        redirect_uri = f"http://127.0.0.1:{listener.server_address[1]}{CALLBACK_PATH}"
+        redirect = listener.redirect
+
+        async def send_to_browser(url: str) -> None:
+            show(url)
+            if open_browser:
+                with contextlib.suppress(Exception):
+                    await anyio.to_thread.run_sync(webbrowser.open, url)
+
+        async def wait_for_redirect() -> AuthorizationCodeResult:
+            received = await anyio.to_thread.run_sync(redirect.done.wait, timeout, abandon_on_cancel=True)
+            if not received:
+                raise SignInFailed(f"no answer from the browser within {timeout:g} s; nothing was stored")
+            params = redirect.params
+            if "error" in params:
+                why = params["error"] + (
+                    f" ({params['error_description']})" if "error_description" in params else ""
+                )
+                raise SignInFailed(f"the sign-in was refused: {inert_text(why[:300])}; nothing was stored")
+            if not params.get("code"):
+                raise SignInFailed("the redirect carried no authorization code; nothing was stored")
+            return AuthorizationCodeResult(
+                code=params["code"], state=params.get("state"), iss=params.get("iss")
+            )
+
+        storage = StoredTokens(spec, fresh=True, redirect_uri=redirect_uri)
+        provider = _provider(spec, storage, redirect_uri, send_to_browser, wait_for_redirect)
+        try:
+            with anyio.fail_after(timeout + 60):
+                async with connect(spec, "", auth=provider) as connection:
+                    await connection.handshake()
+        except UpstreamFailure as exc:
+            raise SignInFailed(str(exc).removeprefix("the handshake failed: ")) from None
+        except TimeoutError:
+            raise SignInFailed(f"the sign-in did not finish within {timeout + 60:g} s") from None
+        if storage.fresh:  # the server let the handshake through without asking for a token
+            raise SignInFailed(
+                f"server '{spec.name}' did not ask for a sign-in: it needs no auth = \"oauth\""
+            )
+
+
+@dataclass(frozen=True)
+class SignInState:
+    """What is stored for a server: ``signed in`` (``expires_at``: epoch seconds or ``None``) or not."""
+
+    signed_in: bool
+    expires_at: float | None = None
+    refreshable: bool = False
+    problem: str = ""
+
+
+def state(spec: ServerSpec) -> SignInState:
+    """What is stored for SPEC, without a request."""
+    from awf_mcp.errors import UserError
+
+    try:
+        tokens = tokenstore.load(_key(spec)).get("tokens")
+    except UserError as exc:
+        return SignInState(False, problem=exc.message)
+    if not isinstance(tokens, dict):
+        return SignInState(False)
+    expires_at = tokens.get("expires_at")
+    return SignInState(
+        True,
+        float(expires_at) if isinstance(expires_at, int | float) else None,
+        bool(tokens.get("refresh_token")),
+    )
+
+
+async def sign_out(spec: ServerSpec) -> str:
+    """Forget SPEC's tokens and client, revoking the tokens where the server supports it; what was done."""
+    import httpx2
+    from mcp.client.auth.utils import (
+        build_oauth_authorization_server_metadata_discovery_urls,
+        build_protected_resource_metadata_discovery_urls,
+        create_oauth_metadata_request,
+        handle_auth_metadata_response,
+        handle_protected_resource_response,
+    )
+
+    storage = StoredTokens(spec)
+    tokens, client = await storage.get_tokens(), await storage.get_client_info()
+    if not tokenstore.forget(_key(spec)):
+        return f"server '{spec.name}' was not signed in"
+    if tokens is None or client is None:
+        return f"forgot the sign-in of server '{spec.name}'"
+    revoked = "the server names no revocation endpoint, so they stay valid until they expire"
+    try:
+        async with httpx2.AsyncClient(timeout=10) as http:
+            issuer = None
+            for url in build_protected_resource_metadata_discovery_urls(None, spec.url):
+                prm = await handle_protected_resource_response(
+                    await http.send(create_oauth_metadata_request(url))
+                )
+                if prm is not None:
+                    issuer = str(prm.authorization_servers[0])
+                    break
+            endpoint = None
+            for url in build_oauth_authorization_server_metadata_discovery_urls(issuer, spec.url):
+                ok, metadata = await handle_auth_metadata_response(
+                    await http.send(create_oauth_metadata_request(url))
+                )
+                if not ok:
+                    break
+                if metadata is not None:
+                    endpoint = metadata.revocation_endpoint
+                    break
+            if endpoint is not None:
+                for token, hint in (
+                    (tokens.refresh_token, "refresh_token"),
+                    (tokens.access_token, "access_token"),
+                ):
+                    if token:
+                        data = {"token": token, "token_type_hint": hint, "client_id": client.client_id}
+                        answer = await http.post(str(endpoint), data=data)
+                        answer.raise_for_status()
+                revoked = "the server revoked them"
+    except Exception as exc:
+        revoked = f"revoking them failed ({type(exc).__name__}), so they stay valid until they expire"
+    return f"forgot the tokens of server '{spec.name}'; {revoked}"
