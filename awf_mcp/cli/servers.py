@@ -1,5 +1,11 @@
-"""``awf-mcp servers list [--json]``, ``servers approve NAME [--yes]`` and
-``servers import claude|gemini|codex [--write]``.
+"""``awf-mcp servers list [--json]``, ``servers approve NAME [--yes]``, ``servers login NAME``,
+``servers logout NAME`` and ``servers import claude|gemini|codex [--write]``.
+
+``servers login NAME [--no-browser] [--timeout S]`` signs in to an ``auth = "oauth"`` server
+(:func:`awf_mcp.wire.oauth.sign_in`): the URL to open is printed on stdout, on a line of its
+own (and opened in the browser unless ``--no-browser``); exit 0 once signed in, 1 with one
+sentence on a denial, a timeout or a state mismatch. ``servers logout NAME`` forgets the
+tokens and revokes them where the server supports it (:func:`awf_mcp.wire.oauth.sign_out`).
 
 ``servers import`` is :func:`awf_mcp.ops.serverimport.import_servers`. ``servers list``
 shows the configured upstream MCP servers, their state and tools:
@@ -17,9 +23,13 @@ what changed and the command that approves it. Text from the servers is printed 
 (:func:`~awf_mcp.cli.terminal.shown`).
 
 ``--json`` prints ``{"servers": [{"name", "transport", "enabled", "pin", "state", "reason",
-"tools", "left_out", "held": [{"item", "name", "changes", "summary"}], "approve", "command",
-"args", "env", "cwd" | "url", "headers"}]}`` (``approve``: the command, or ``null`` when nothing
-is held), plus ``"ignored_config": {"path", "approval", "would", "fix"}`` when a project's
+"tools", "left_out", "held": [{"item", "name", "changes", "summary"}], "approve", "sign_in",
+"expires_at", "fix", "command", "args", "env", "cwd" | "url", "headers", "auth"}]}``
+(``approve``: the command, or ``null`` when nothing is held; ``sign_in``, for an ``auth =
+"oauth"`` server, ``signed in`` (``expires_at`` the access token's expiry, refreshed by awf-mcp),
+``needs sign-in`` (then ``state`` is ``needs sign-in`` too and ``fix`` the ``servers login``
+command) or ``refused`` (the server or the token store refused; ``reason`` says why), else
+``null``), plus ``"ignored_config": {"path", "approval", "would", "fix"}`` when a project's
 config file was not used because the user has not approved it (:mod:`awf_mcp.core.trust`).
 
 ``servers approve NAME`` starts that server as ``serve`` would, shows each held item and what
@@ -55,6 +65,30 @@ def _held_rows(spec: ServerSpec) -> list[dict[str, Any]]:
     ]
 
 
+def sign_in_state(spec: ServerSpec, state: str, reason: str) -> dict[str, Any]:
+    """``sign_in`` (``signed in``, ``needs sign-in``, ``refused`` or ``null`` for a server without
+    ``auth = "oauth"``), ``expires_at`` (ISO 8601 UTC, or ``null``) and ``fix`` (the command, or ``null``)."""
+    from datetime import UTC, datetime
+
+    from awf_mcp.wire import oauth
+
+    if spec.auth != "oauth":
+        return {"sign_in": None, "expires_at": None, "fix": None}
+    stored = oauth.state(spec)
+    expires = (
+        datetime.fromtimestamp(stored.expires_at, UTC).isoformat(timespec="seconds")
+        if stored.expires_at is not None
+        else None
+    )
+    if oauth.needs_sign_in(spec.name) in reason or (not stored.signed_in and not stored.problem):
+        if state in ("running", "disabled") and not stored.signed_in:
+            return {"sign_in": None, "expires_at": None, "fix": None}  # the server asked for no token
+        return {"sign_in": "needs sign-in", "expires_at": None, "fix": oauth.login_command(spec.name)}
+    if stored.problem or state not in ("running", "disabled"):
+        return {"sign_in": "refused", "expires_at": expires, "fix": oauth.login_command(spec.name)}
+    return {"sign_in": "signed in", "expires_at": expires, "fix": None}
+
+
 def _states(settings: Settings) -> list[dict[str, Any]]:
     import anyio
 
@@ -82,6 +116,9 @@ def _states(settings: Settings) -> list[dict[str, Any]]:
                 ]
                 row["held"] = _held_rows(specs[record.name])
                 row["approve"] = pins.approve_command(record.name) if row["held"] else None
+                row.update(sign_in_state(specs[record.name], row["state"], reason))
+                if row["sign_in"] == "needs sign-in":
+                    row["state"] = "needs sign-in"
                 shown.append(row)
             return shown
         finally:
@@ -136,6 +173,10 @@ def servers_list(
     table = Table("server", "transport", "state", "tools", "held")
     for row in rows:
         state = row["state"] + (f": {row['reason']}" if row["reason"] else "")
+        if row["sign_in"] == "signed in":
+            state += f"\nsigned in (token expires {row['expires_at'] or 'never'}; refreshed as needed)"
+        elif row["fix"]:
+            state += f"\nto sign in: {row['fix']}"
         state += "".join(f"\n{sentence}" for sentence in row["left_out"])
         tools = ", ".join(row["tools"]) if row["tools"] else "-"
         held = ", ".join(hold["name"] for hold in row["held"]) if row["held"] else "-"
@@ -151,6 +192,85 @@ def servers_list(
             console.print(shown(f"  review and approve: {row['approve']}"))
     if failed:
         raise typer.Exit(1)
+
+
+def _configured(settings: Settings, name: str) -> ServerSpec:
+    """The configured server NAME, or a :class:`UserError` naming those there are."""
+    from awf_mcp.errors import UserError
+
+    spec = next((s for s in settings.servers if s.name == name), None)
+    if spec is None:
+        known = ", ".join(s.name for s in settings.servers) or "none"
+        raise UserError(f"no server '{name}' in the configuration (configured: {known})")
+    return spec
+
+
+def _signing_in(settings: Settings, name: str) -> ServerSpec:
+    """The configured server NAME if it signs in with OAuth, or a :class:`UserError` saying why not."""
+    from awf_mcp.errors import UserError
+
+    spec = _configured(settings, name)
+    if spec.auth != "oauth":
+        kind = "a stdio server" if not spec.url else 'a url server without auth = "oauth"'
+        raise UserError(f"server '{name}' is {kind}: there is nothing to sign in to")
+    if spec.problem:
+        raise UserError(f"server '{name}' cannot be reached: {spec.problem}")
+    return spec
+
+
+@servers_app.command("login")
+@with_options("config")
+def servers_login(
+    name: Annotated[str, typer.Argument(help='The server (auth = "oauth") to sign in to.')],
+    no_browser: Annotated[
+        bool, typer.Option("--no-browser", help="Only print the URL to open; do not open a browser.")
+    ] = False,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=1, help="Seconds to wait for the browser's answer.")
+    ] = 300,
+    *,
+    options: ServeOptions,
+) -> None:
+    """Sign in to a server with OAuth in the browser; awf-mcp keeps and refreshes the tokens."""
+    import anyio
+
+    from awf_mcp.core import config
+    from awf_mcp.core.observability import configure_logging
+    from awf_mcp.errors import UserError
+    from awf_mcp.ops import tokenstore
+    from awf_mcp.wire import oauth
+
+    configure_logging("ERROR")
+    spec = _signing_in(config.load(options), name)
+
+    def show(url: str) -> None:
+        print(f"Open this URL to sign in to server '{name}':", file=sys.stderr)
+        print(url, flush=True)
+
+    try:
+        anyio.run(lambda: oauth.sign_in(spec, show=show, open_browser=not no_browser, timeout=timeout))
+    except oauth.SignInFailed as exc:
+        raise UserError(f"not signed in to server '{name}': {exc}") from None
+    print(f"signed in to server '{name}'; the tokens are kept in {tokenstore.location()}")
+
+
+@servers_app.command("logout")
+@with_options("config")
+def servers_logout(
+    name: Annotated[str, typer.Argument(help="The server whose sign-in to forget.")],
+    *,
+    options: ServeOptions,
+) -> None:
+    """Forget a server's tokens, and revoke them where the server supports it."""
+    import anyio
+
+    from awf_mcp.core import config
+    from awf_mcp.core.observability import configure_logging
+    from awf_mcp.wire import oauth
+
+    configure_logging("ERROR")
+    spec = _signing_in(config.load(options), name)
+    print(anyio.run(oauth.sign_out, spec))
 
 
 @servers_app.command("approve")
@@ -177,10 +297,7 @@ def servers_approve(
 
     configure_logging("ERROR")
     settings = config.load(options)
-    spec = next((s for s in settings.servers if s.name == name), None)
-    if spec is None:
-        known = ", ".join(s.name for s in settings.servers) or "none"
-        raise UserError(f"no server '{name}' in the configuration (configured: {known})")
+    spec = _configured(settings, name)
     if not spec.pin:
         print(f"server '{name}' is not pinned (pin = false): its tools are served as it lists them")
         return

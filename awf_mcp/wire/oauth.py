@@ -28,13 +28,15 @@ asks for, the state check, the token exchange and the refresh. This module gives
   when its metadata names a revocation endpoint (RFC 7009; the answer is reported, not needed).
 * :func:`state` says, without a request, what is stored: signed in (expiry), or needs sign-in.
 
-No token, code or client secret is logged, printed or put in an error by this module.
+No token, code or client secret is logged, printed or put in an error by this module; the
+SDK's ``mcp.client.auth`` logger (tracebacks of OAuth failures) is silenced.
 """
 
 from __future__ import annotations
 
 import contextlib
 import http.server
+import logging
 import threading
 import time
 import urllib.parse
@@ -45,6 +47,7 @@ from typing import Any
 
 import anyio
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError, OAuthRegistrationError, OAuthTokenError
+from mcp.client.auth.oauth2 import OAuthContext
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
@@ -168,8 +171,16 @@ def _metadata(redirect_uri: str) -> OAuthClientMetadata:
         redirect_uris=[redirect_uri],  # type: ignore[list-item]
         grant_types=["authorization_code", "refresh_token"],
         response_types=["code"],
-        token_endpoint_auth_method="none",
     )
+
+
+def _quiet_sdk_logger() -> None:
+    """The SDK logs its OAuth failures with tracebacks (to stderr, having no handler of its own):
+    awf-mcp says each one in a sentence instead, so they go nowhere."""
+    sdk = logging.getLogger("mcp.client.auth")
+    if not any(isinstance(handler, logging.NullHandler) for handler in sdk.handlers):
+        sdk.addHandler(logging.NullHandler())
+        sdk.propagate = False
 
 
 def _provider(
@@ -179,6 +190,7 @@ def _provider(
     redirect_handler: Callable[[str], Any],
     callback_handler: Callable[[], Any],
 ) -> _Provider:
+    _quiet_sdk_logger()
     try:
         return _Provider(
             server_url=spec.url,
@@ -320,14 +332,33 @@ async def sign_in(
             with anyio.fail_after(timeout + 60):
                 async with connect(spec, "", auth=provider) as connection:
                     await connection.handshake()
-        except UpstreamFailure as exc:
-            raise SignInFailed(str(exc).removeprefix("the handshake failed: ")) from None
         except TimeoutError:
             raise SignInFailed(f"the sign-in did not finish within {timeout + 60:g} s") from None
+        except Exception as exc:
+            raise SignInFailed(_sign_in_failure(spec, exc)) from None
         if storage.fresh:  # the server let the handshake through without asking for a token
             raise SignInFailed(
                 f"server '{spec.name}' did not ask for a sign-in: it needs no auth = \"oauth\""
             )
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _sign_in_failure(spec: ServerSpec, exc: Exception) -> str:
+    """One sentence for what ended a sign-in (the OAuth failure, when one is among the causes)."""
+    leaves = _leaves(exc)
+    for leaf in leaves:
+        sentence = describe_failure(spec, leaf)
+        if sentence:
+            return sentence
+    for leaf in leaves:
+        if isinstance(leaf, UpstreamFailure):
+            return str(leaf).removeprefix("the handshake failed: ")
+    return spec.redact(f"{type(leaves[0]).__name__}: {str(leaves[0])[:300]}")
 
 
 @dataclass(frozen=True)
@@ -397,13 +428,17 @@ async def sign_out(spec: ServerSpec) -> str:
                     endpoint = metadata.revocation_endpoint
                     break
             if endpoint is not None:
+                # The client authenticates as it does at the token endpoint (the SDK's own rule).
+                context = OAuthContext(spec.url, _metadata(_PLACEHOLDER_REDIRECT), storage, None, None)
+                context.client_info = client
                 for token, hint in (
                     (tokens.refresh_token, "refresh_token"),
                     (tokens.access_token, "access_token"),
                 ):
                     if token:
                         data = {"token": token, "token_type_hint": hint, "client_id": client.client_id}
-                        answer = await http.post(str(endpoint), data=data)
+                        data, headers = context.prepare_token_auth(data, {})
+                        answer = await http.post(str(endpoint), data=data, headers=headers)
                         answer.raise_for_status()
                 revoked = "the server revoked them"
     except Exception as exc:

@@ -7,12 +7,20 @@ provider that approves without a person.
 
 from __future__ import annotations
 
+import json
+import os
+import stat
+import subprocess
+import time
+import urllib.parse
 from pathlib import Path
 
+import httpx2
 import pytest
 
-from tests.e2e.test_upstream import NO_PLUGINS, write_config
-from tests.helpers.harness import mcp_session, text_of
+from awf_mcp.ops import tokenstore
+from tests.e2e.test_upstream import NO_PLUGINS, servers_list, write_config
+from tests.helpers.harness import RawServer, mcp_session, server_command, server_env, text_of
 from tests.helpers.remote import remote_upstream
 
 pytestmark = pytest.mark.e2e
@@ -27,3 +35,192 @@ async def test_an_sse_upstream_is_served_and_called(tmp_path: Path) -> None:
             result = await session.call_tool("old_echo", {"message": "over sse"})
     assert {"old_echo", "old_whoami"} <= names
     assert not result.is_error and text_of(result) == "echo: over sse"
+
+
+def oauth_table(name: str, base: str, **extra: str) -> str:
+    lines = [f"[servers.{name}]", f'url = "{base}/mcp"', 'auth = "oauth"', "startup_timeout_seconds = 10"]
+    lines += [f'{key} = "{value}"' for key, value in extra.items()]
+    return "\n".join(lines) + "\n"
+
+
+class Login:
+    """``awf-mcp servers login NAME --no-browser`` running: the URL it printed, then its end."""
+
+    def __init__(self, config: str, name: str, cwd: Path, *extra: str) -> None:
+        self.process = subprocess.Popen(
+            server_command("servers", "login", name, "--no-browser", "--config", config, *extra),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=cwd,
+            env=server_env(NO_PLUGINS),
+        )
+        assert self.process.stdout is not None
+        self.url = ""
+        for line in self.process.stdout:
+            if line.startswith("http"):
+                self.url = line.strip()
+                break
+        assert self.url, self.finish()
+
+    def finish(self) -> tuple[int, str, str]:
+        out, err = self.process.communicate(timeout=60)
+        return self.process.returncode, out, err
+
+
+def approve_in_browser(url: str) -> httpx2.Response:
+    """What the browser does: open the authorization URL, follow the redirects to the callback."""
+    return httpx2.get(url, follow_redirects=True, timeout=30)
+
+
+def sign_in(config: str, name: str, cwd: Path) -> tuple[int, str, str]:
+    login = Login(config, name, cwd)
+    answer = approve_in_browser(login.url)
+    assert answer.status_code == 200 and "you can close this tab" in answer.text
+    return login.finish()
+
+
+def test_login_signs_in_and_serve_calls_the_server_with_the_token(tmp_path: Path) -> None:
+    with remote_upstream("oauth") as base:
+        config = write_config(tmp_path, oauth_table("remote", base))
+        code, out, err = sign_in(config, "remote", tmp_path)
+        assert code == 0, err
+        assert "signed in to server 'remote'" in out
+        stored = tokenstore.record_path().read_text()
+        assert '"access_token"' in stored
+        with RawServer("--config", config, "--no-builtins", env=NO_PLUGINS, cwd=tmp_path) as server:
+            server.initialize()
+            result = server.request("tools/call", {"name": "remote_whoami", "arguments": {}})["result"]
+        assert not result.get("isError") and result["content"][0]["text"] not in ("", "anonymous")
+        assert "access_token" not in Path(config).read_text()
+        assert stat.S_IMODE(tokenstore.record_path().stat().st_mode) == 0o600
+        assert stat.S_IMODE(tokenstore.record_path().parent.stat().st_mode) == 0o700
+
+
+def stored_tokens() -> dict[str, object]:
+    record = json.loads(tokenstore.record_path().read_text())
+    (entry,) = record.values()
+    tokens = entry["tokens"]
+    assert isinstance(tokens, dict)
+    return tokens
+
+
+def query_of(url: str) -> dict[str, str]:
+    return {key: values[0] for key, values in urllib.parse.parse_qs(urllib.parse.urlsplit(url).query).items()}
+
+
+def test_a_denied_sign_in_exits_1_with_one_sentence_and_stores_no_token(tmp_path: Path) -> None:
+    with remote_upstream("oauth") as base:
+        config = write_config(tmp_path, oauth_table("remote", base))
+        login = Login(config, "remote", tmp_path)
+        asked = query_of(login.url)
+        # The authorization server's refusal: a redirect to the callback with error=access_denied.
+        denial = f"{asked['redirect_uri']}?error=access_denied&state={asked['state']}"
+        assert httpx2.get(denial, timeout=10).status_code == 200
+        code, _, err = login.finish()
+    assert code == 1
+    assert err.strip().splitlines()[-1] == (
+        "awf-mcp: error: not signed in to server 'remote': "
+        "the sign-in was refused: access_denied; nothing was stored"
+    )
+    assert not tokenstore.record_path().exists() or "access_token" not in tokenstore.record_path().read_text()
+
+
+def test_a_redirect_with_another_state_exits_1_and_stores_no_token(tmp_path: Path) -> None:
+    with remote_upstream("oauth") as base:
+        config = write_config(tmp_path, oauth_table("remote", base))
+        login = Login(config, "remote", tmp_path)
+        asked = query_of(login.url)
+        forged = login.url.replace(urllib.parse.quote(asked["state"], safe=""), "forged-state")
+        assert forged != login.url
+        approve_in_browser(forged)
+        code, _, err = login.finish()
+    assert code == 1 and "the redirect's state did not match the sign-in's" in err
+    assert not tokenstore.record_path().exists() or "access_token" not in tokenstore.record_path().read_text()
+
+
+def test_no_answer_from_the_browser_exits_1_after_the_timeout(tmp_path: Path) -> None:
+    with remote_upstream("oauth") as base:
+        config = write_config(tmp_path, oauth_table("remote", base))
+        login = Login(config, "remote", tmp_path, "--timeout", "1")
+        assert query_of(login.url)["redirect_uri"].startswith("http://127.0.0.1:")
+        code, _, err = login.finish()
+    assert code == 1 and "no answer from the browser within 1 s; nothing was stored" in err
+
+
+def test_a_server_that_needs_sign_in_is_reported_and_the_others_are_served(tmp_path: Path) -> None:
+    with remote_upstream("oauth") as base, remote_upstream("sse") as open_base:
+        config = write_config(
+            tmp_path, oauth_table("remote", base), f'[servers.open]\ntype = "sse"\nurl = "{open_base}/sse"\n'
+        )
+        with RawServer("--config", config, "--no-builtins", env=NO_PLUGINS, cwd=tmp_path) as server:
+            server.initialize()
+            names = {tool["name"] for tool in server.request("tools/list")["result"]["tools"]}
+            assert "open_echo" in names and not any(name.startswith("remote_") for name in names)
+            assert "server 'remote' needs sign-in: run awf-mcp servers login remote" in server.stderr()
+        listed = servers_list(config, tmp_path, NO_PLUGINS)
+    rows = {row["name"]: row for row in json.loads(listed.stdout)["servers"]}
+    assert (
+        rows["remote"]["state"] == "needs sign-in" and rows["remote"]["fix"] == "awf-mcp servers login remote"
+    )
+    assert rows["open"]["state"] == "running"
+
+
+def test_an_expired_token_is_refreshed_and_the_rotated_refresh_token_kept(tmp_path: Path) -> None:
+    with remote_upstream("oauth", "1") as base:
+        config = write_config(tmp_path, oauth_table("remote", base))
+        assert sign_in(config, "remote", tmp_path)[0] == 0
+        before = stored_tokens()
+        time.sleep(1.5)  # the access token has expired
+        with RawServer("--config", config, "--no-builtins", env=NO_PLUGINS, cwd=tmp_path) as server:
+            server.initialize()
+            result = server.request("tools/call", {"name": "remote_echo", "arguments": {"message": "hi"}})
+            logged = server.stderr()
+        after = stored_tokens()
+    assert result["result"]["content"][0]["text"] == "echo: hi"
+    assert (
+        after["refresh_token"] != before["refresh_token"] and after["access_token"] != before["access_token"]
+    )
+    for token in (
+        before["access_token"],
+        before["refresh_token"],
+        after["access_token"],
+        after["refresh_token"],
+    ):
+        assert str(token) not in logged
+
+
+def test_logout_revokes_and_forgets_and_the_server_then_needs_sign_in(tmp_path: Path) -> None:
+    with remote_upstream("oauth") as base:
+        config = write_config(tmp_path, oauth_table("remote", base))
+        assert sign_in(config, "remote", tmp_path)[0] == 0
+        access = str(stored_tokens()["access_token"])
+        done = subprocess.run(
+            server_command("servers", "logout", "remote", "--config", config),
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=server_env(NO_PLUGINS),
+            timeout=60,
+        )
+        assert done.returncode == 0 and "the server revoked them" in done.stdout
+        assert "access_token" not in tokenstore.record_path().read_text()
+        revoked = httpx2.post(
+            f"{base}/mcp", headers={"Authorization": f"Bearer {access}"}, json={}, timeout=10
+        )
+        assert revoked.status_code == 401
+        rows = json.loads(servers_list(config, tmp_path, NO_PLUGINS).stdout)["servers"]
+    assert rows[0]["state"] == "needs sign-in"
+
+
+def test_a_token_file_other_users_can_read_is_refused_with_a_sentence(tmp_path: Path) -> None:
+    with remote_upstream("oauth") as base:
+        config = write_config(tmp_path, oauth_table("remote", base))
+        assert sign_in(config, "remote", tmp_path)[0] == 0
+        os.chmod(tokenstore.record_path(), 0o644)
+        try:
+            rows = json.loads(servers_list(config, tmp_path, NO_PLUGINS).stdout)["servers"]
+        finally:
+            os.chmod(tokenstore.record_path(), 0o600)
+    assert rows[0]["state"] == "failed"
+    assert "can be read or written by other users (mode 644)" in rows[0]["reason"]

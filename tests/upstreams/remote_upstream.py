@@ -24,7 +24,13 @@ import anyio
 import mcp_types as types
 import uvicorn
 from mcp.server.auth.middleware.auth_context import get_access_token
-from mcp.server.auth.provider import AccessToken, AuthorizationCode, AuthorizationParams, RefreshToken
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizationParams,
+    ProviderTokenVerifier,
+    RefreshToken,
+)
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
@@ -173,7 +179,12 @@ def oauth_app(server: Server[Any], base: str, token_seconds: int) -> Starlette:
         required_scopes=["tools"],
         validate_token_resource=True,
     )
-    return server.streamable_http_app(auth=auth, auth_server_provider=provider, host="127.0.0.1")
+    return server.streamable_http_app(
+        auth=auth,
+        auth_server_provider=provider,
+        token_verifier=ProviderTokenVerifier(provider),
+        host="127.0.0.1",
+    )
 
 
 def main() -> None:
