@@ -195,6 +195,10 @@ def test_logout_revokes_and_forgets_and_the_server_then_needs_sign_in(tmp_path: 
         config = write_config(tmp_path, oauth_table("remote", base))
         assert sign_in(config, "remote", tmp_path)[0] == 0
         access = str(stored_tokens()["access_token"])
+        listed = servers_list(config, tmp_path, NO_PLUGINS).stdout
+        (row,) = json.loads(listed)["servers"]
+        assert row["sign_in"] == "signed in" and row["expires_at"] and row["state"] == "running"
+        assert access not in listed and str(stored_tokens()["refresh_token"]) not in listed
         done = subprocess.run(
             server_command("servers", "logout", "remote", "--config", config),
             capture_output=True,
