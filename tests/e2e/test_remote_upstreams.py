@@ -228,3 +228,36 @@ def test_a_token_file_other_users_can_read_is_refused_with_a_sentence(tmp_path: 
             os.chmod(tokenstore.record_path(), 0o600)
     assert rows[0]["state"] == "failed"
     assert "can be read or written by other users (mode 644)" in rows[0]["reason"]
+
+
+def test_mid_session_a_token_that_expires_is_refreshed_and_a_revoked_one_says_how_to_sign_in(
+    tmp_path: Path,
+) -> None:
+    with remote_upstream("oauth", "1") as base:
+        config = write_config(tmp_path, oauth_table("remote", base), oauth_table("other", base))
+        assert sign_in(config, "remote", tmp_path)[0] == 0
+        assert sign_in(config, "other", tmp_path)[0] == 0
+        with RawServer("--config", config, "--no-builtins", env=NO_PLUGINS, cwd=tmp_path) as server:
+            server.initialize()
+
+            def echo(name: str, message: str) -> dict[str, object]:
+                params = {"name": f"{name}_echo", "arguments": {"message": message}}
+                return server.request("tools/call", params)["result"]  # type: ignore[no-any-return]
+
+            assert echo("remote", "one")["content"] == [{"type": "text", "text": "echo: one"}]
+            time.sleep(1.5)  # expired: the next call refreshes first
+            assert echo("remote", "two")["content"] == [{"type": "text", "text": "echo: two"}]
+            done = subprocess.run(
+                server_command("servers", "logout", "remote", "--config", config),
+                capture_output=True,
+                text=True,
+                cwd=tmp_path,
+                env=server_env(NO_PLUGINS),
+                timeout=60,
+            )
+            assert "the server revoked them" in done.stdout
+            time.sleep(1.5)
+            revoked = echo("remote", "three")
+            assert revoked.get("isError") is True
+            assert "run awf-mcp servers login remote" in revoked["content"][0]["text"]  # type: ignore[index]
+            assert echo("other", "four")["content"] == [{"type": "text", "text": "echo: four"}]
