@@ -6,10 +6,11 @@ Contract
   whose URL changes signs in again). An entry is a JSON object (the tokens, their expiry, the
   client the authorization server registered); only :mod:`awf_mcp.wire.oauth` reads inside it.
 * Entries live outside every config file: in the OS keyring (service :data:`KEYRING_SERVICE`)
-  when the ``keyring`` package is installed and finds a usable backend, otherwise in the record
-  ``oauth.json`` of :mod:`awf_mcp.ops.statestore` (the state directory is ``0700``, the record
-  ``0600``, written whole and renamed into place, under a lock so two processes never lose each
-  other's writes). ``AWF_MCP_TOKEN_STORE=file`` uses the file even where a keyring exists.
+  when the ``keyring`` package finds a backend that answers (probed once per process),
+  otherwise in the record ``oauth.json`` of :mod:`awf_mcp.ops.statestore` (the state
+  directory is ``0700``, the record ``0600``, written whole and renamed into place, under a
+  lock so two processes never lose each other's writes). ``AWF_MCP_TOKEN_STORE=file`` uses
+  the file even where a keyring exists.
 * A token file that another user could read or write (group or other permission bits) is
   refused with a sentence, and nothing in it is used.
 * Nothing here logs, and no error quotes an entry's content.
@@ -39,21 +40,30 @@ def entry_key(name: str, url: str) -> str:
     return f"{name} {url}"
 
 
+_usable: list[Any] = []
+"""The probe's answer, once per process: ``[keyring module or None]``."""
+
+
 def _keyring(env: Mapping[str, str] | None = None) -> Any:
-    """The ``keyring`` module when it has a usable backend and the user did not ask for the file."""
+    """The ``keyring`` module when it has a backend that answers and the user did not ask for the file."""
     env = os.environ if env is None else env
     if env.get("AWF_MCP_TOKEN_STORE", "").lower() == "file":
         return None
+    if not _usable:
+        _usable.append(_probe())
+    return _usable[0]
+
+
+def _probe() -> Any:
     try:
         import keyring  # type: ignore[import-not-found, unused-ignore]
         from keyring.backends import fail  # type: ignore[import-not-found, unused-ignore]
-    except Exception:
-        return None
-    try:
+
         backend = keyring.get_keyring()
+        if isinstance(backend, fail.Keyring) or type(backend).__module__.startswith("keyring.backends.null"):
+            return None
+        keyring.get_password(KEYRING_SERVICE, "probe")  # a locked or absent service fails here
     except Exception:
-        return None
-    if isinstance(backend, fail.Keyring) or type(backend).__module__.startswith("keyring.backends.null"):
         return None
     return keyring
 
