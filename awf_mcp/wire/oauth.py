@@ -11,7 +11,10 @@ asks for, the state check, the token exchange and the refresh. This module gives
 * :class:`StoredTokens`, its ``TokenStorage``, over :mod:`awf_mcp.ops.tokenstore` (the OS
   keyring, else a ``0600`` file in the user's state directory; never a config file). The
   absolute expiry is kept beside the tokens so that a later process knows an access token
-  has expired and refreshes it rather than sending it (:class:`_Provider`).
+  has expired and refreshes it rather than sending it (:class:`_Provider`). When a refresh is
+  refused because another awf-mcp process used the same (rotating) refresh token first, the
+  tokens that process stored are taken (looked for during about two seconds): two processes
+  refreshing at once keep the sign-in, and a refused refresh never erases what is stored.
 * :func:`sign_in` (``awf-mcp servers login NAME``): a loopback listener on ``127.0.0.1`` and an
   ephemeral port receives the redirect (the only redirect URI registered); the authorization
   URL goes to ``show`` and, unless told not to, to the browser (:mod:`webbrowser`). It waits
@@ -62,6 +65,9 @@ from awf_mcp.ops import tokenstore
 from awf_mcp.ports import inert_text
 
 DEFAULT_SIGN_IN_SECONDS = 300.0
+REFRESH_WAIT_ROUNDS = 20
+REFRESH_WAIT_SECONDS = 0.1
+"""A refused refresh looks for the tokens another process stored this many times, this far apart."""
 CALLBACK_PATH = "/callback"
 _PLACEHOLDER_REDIRECT = "http://127.0.0.1/callback"
 """The redirect URI of the serving provider's metadata: it never sends anyone to authorize."""
@@ -161,6 +167,23 @@ class _Provider(OAuthClientProvider):
         tokens = self.context.current_tokens
         if tokens is not None and tokens.expires_in is not None:
             self.context.update_token_expiry(tokens)
+
+    async def _handle_refresh_response(self, response: Any) -> bool:
+        """The SDK's handling, and when the refresh was refused: another awf-mcp process may have
+        used the same refresh token first (the authorization server rotates it on each use), so
+        the tokens that process stored are taken instead of giving up the sign-in."""
+        used = self.context.current_tokens.refresh_token if self.context.current_tokens else None
+        if await super()._handle_refresh_response(response):
+            return True
+        for _ in range(REFRESH_WAIT_ROUNDS):
+            stored = await self.context.storage.get_tokens()
+            if stored is not None and stored.refresh_token and stored.refresh_token != used:
+                self.context.current_tokens = stored
+                if stored.expires_in is not None:
+                    self.context.update_token_expiry(stored)
+                return True
+            await anyio.sleep(REFRESH_WAIT_SECONDS)
+        return False
 
 
 def _metadata(redirect_uri: str) -> OAuthClientMetadata:

@@ -261,3 +261,30 @@ def test_mid_session_a_token_that_expires_is_refreshed_and_a_revoked_one_says_ho
             assert revoked.get("isError") is True
             assert "run awf-mcp servers login remote" in revoked["content"][0]["text"]  # type: ignore[index]
             assert echo("other", "four")["content"] == [{"type": "text", "text": "echo: four"}]
+
+
+def test_two_processes_refreshing_at_once_both_keep_the_sign_in(tmp_path: Path) -> None:
+    # The server answers a refresh after 2 s, so both processes send theirs with the same
+    # refresh token; it honours the first and refuses the second (the token was rotated).
+    with remote_upstream("oauth", "3", "2") as base:
+        config = write_config(tmp_path, oauth_table("remote", base))
+        assert sign_in(config, "remote", tmp_path)[0] == 0
+        first = stored_tokens()
+        time.sleep(3.2)  # expired: each process refreshes in its handshake
+        args = ("--config", config)
+        with (
+            RawServer(*args, env=NO_PLUGINS, cwd=tmp_path) as one,
+            RawServer(*args, env=NO_PLUGINS, cwd=tmp_path) as two,
+        ):
+            for server in (one, two):
+                server.initialize()
+            for server in (one, two):
+                names = {tool["name"] for tool in server.request("tools/list")["result"]["tools"]}
+                assert "remote_echo" in names
+        kept = stored_tokens()
+        assert kept["refresh_token"] != first["refresh_token"]
+        time.sleep(3.2)  # and the refresh token kept is the live one: a later process refreshes with it
+        with RawServer(*args, env=NO_PLUGINS, cwd=tmp_path) as later:
+            later.initialize()
+            echo = {"name": "remote_echo", "arguments": {"message": "later"}}
+            assert later.request("tools/call", echo)["result"]["content"][0]["text"] == "echo: later"

@@ -1,11 +1,13 @@
 """An MCP server on loopback HTTP, written with the SDK's own low-level server, transports and auth.
 
 ``python remote_upstream.py sse`` serves the HTTP+SSE transport at ``/sse`` (messages at
-``/messages/``); ``python remote_upstream.py oauth [TOKEN_SECONDS]`` serves Streamable HTTP at
+``/messages/``); ``python remote_upstream.py oauth [TOKEN_SECONDS [DELAY]]`` serves Streamable HTTP at
 ``/mcp``, protected by the SDK's bearer-auth middleware, with the SDK's authorization-server
 routes in front of an in-memory provider that approves every authorization request at once
 (no person), registers clients dynamically, issues access tokens that live TOKEN_SECONDS
-(default 3600) and rotating refresh tokens, and revokes. Both listen on 127.0.0.1, port 0,
+(default 3600) and rotating refresh tokens (each works once; ``oauth TOKEN_SECONDS DELAY``
+makes a refresh wait DELAY seconds before it looks its token up, so that two refreshes
+sent together race), and revokes. Both listen on 127.0.0.1, port 0,
 and print ``port <N>`` on stdout once listening.
 
 Tools: ``echo`` answers ``echo: <message>``; ``whoami`` answers the client ID its token
@@ -72,8 +74,9 @@ async def call_tool(
 class ApprovingProvider:
     """The SDK's authorization-server provider protocol, in memory, approving at once."""
 
-    def __init__(self, token_seconds: int) -> None:
+    def __init__(self, token_seconds: int, refresh_delay: float) -> None:
         self.token_seconds = token_seconds
+        self.refresh_delay = refresh_delay
         self.clients: dict[str, OAuthClientInformationFull] = {}
         self.codes: dict[str, AuthorizationCode] = {}
         self.access: dict[str, AccessToken] = {}
@@ -125,6 +128,7 @@ class ApprovingProvider:
         return self._issue(client.client_id, authorization_code.scopes, authorization_code.resource)
 
     async def load_refresh_token(self, client: Any, refresh_token: str) -> RefreshToken | None:
+        await anyio.sleep(self.refresh_delay)  # two refreshes at once both wait here, then one wins
         return self.refresh.get(refresh_token)
 
     async def exchange_refresh_token(
@@ -169,8 +173,8 @@ def sse_app(server: Server[Any]) -> Starlette:
     )
 
 
-def oauth_app(server: Server[Any], base: str, token_seconds: int) -> Starlette:
-    provider = ApprovingProvider(token_seconds)
+def oauth_app(server: Server[Any], base: str, token_seconds: int, refresh_delay: float) -> Starlette:
+    provider = ApprovingProvider(token_seconds, refresh_delay)
     auth = AuthSettings(
         issuer_url=base,
         resource_server_url=f"{base}/mcp",
@@ -195,7 +199,9 @@ def main() -> None:
     if mode == "sse":
         app = sse_app(server)
     else:
-        app = oauth_app(server, f"http://127.0.0.1:{port}", int(sys.argv[2]) if len(sys.argv) > 2 else 3600)
+        token_seconds = int(sys.argv[2]) if len(sys.argv) > 2 else 3600
+        refresh_delay = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
+        app = oauth_app(server, f"http://127.0.0.1:{port}", token_seconds, refresh_delay)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     print(f"port {port}", flush=True)
     anyio.run(uvicorn.Server(config).serve, [sock])
