@@ -250,15 +250,18 @@ def serving_auth(spec: ServerSpec) -> Any:
     return _provider(spec, StoredTokens(spec), _PLACEHOLDER_REDIRECT, ask_a_person, ask_a_person)
 
 
-def describe_failure(spec: ServerSpec, exc: BaseException) -> str:
-    """The connection's reason for an exception the OAuth provider raised (empty: not an OAuth one)."""
+def describe_failure(spec: ServerSpec, exc: BaseException, *, signing_in: bool = False) -> str:
+    """The connection's reason for an exception the OAuth provider raised (empty: not an OAuth one).
+
+    SIGNING_IN: for ``servers login`` (what went wrong), else for serving (and the command to run)."""
     if isinstance(exc, SignInNeeded | SignInFailed):
         return str(exc)
     if isinstance(exc, OAuthFlowError) and "State parameter mismatch" in str(exc):
         return "the redirect's state did not match the sign-in's (a stale or forged redirect); nothing stored"
     if isinstance(exc, OAuthFlowError | OAuthTokenError | OAuthRegistrationError):
         first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-        return f"{needs_sign_in(spec.name)} (the authorization server answered: {inert_text(first)})"
+        answered = f"the authorization server answered: {inert_text(first)}"
+        return f"{answered}; nothing stored" if signing_in else f"{needs_sign_in(spec.name)} ({answered})"
     return ""
 
 
@@ -375,7 +378,7 @@ def _sign_in_failure(spec: ServerSpec, exc: Exception) -> str:
     """One sentence for what ended a sign-in (the OAuth failure, when one is among the causes)."""
     leaves = _leaves(exc)
     for leaf in leaves:
-        sentence = describe_failure(spec, leaf)
+        sentence = describe_failure(spec, leaf, signing_in=True)
         if sentence:
             return sentence
     for leaf in leaves:

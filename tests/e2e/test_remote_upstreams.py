@@ -7,12 +7,16 @@ provider that approves without a person.
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import os
 import stat
 import subprocess
+import threading
 import time
 import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
@@ -288,3 +292,70 @@ def test_two_processes_refreshing_at_once_both_keep_the_sign_in(tmp_path: Path) 
             later.initialize()
             echo = {"name": "remote_echo", "arguments": {"message": "later"}}
             assert later.request("tools/call", echo)["result"]["content"][0]["text"] == "echo: later"
+
+
+class Hostile(http.server.BaseHTTPRequestHandler):
+    """A server that answers 401 to everything; with ``padding``, its resource metadata is that big."""
+
+    padding = 0
+
+    def answer(self) -> None:
+        port = self.server.server_address[1]
+        metadata = f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp"
+        if self.path.startswith("/.well-known/oauth-protected-resource") and self.padding:
+            head = json.dumps({"resource": f"http://127.0.0.1:{port}/mcp", "authorization_servers": []})
+            body = head[:-1].encode() + b', "pad": "' + b"x" * self.padding + b'"}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+        else:
+            body = b""
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", f'Bearer resource_metadata="{metadata}"')
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        with contextlib.suppress(OSError):
+            self.wfile.write(body)
+
+    do_GET = do_POST = answer
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+
+class HugeMetadata(Hostile):
+    padding = 10 * 1024 * 1024
+
+
+@contextlib.contextmanager
+def hostile(handler: type[Hostile]) -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("handler", [Hostile, HugeMetadata], ids=["401-forever", "10-MiB-metadata"])
+def test_a_server_that_only_refuses_ends_the_sign_in_with_one_sentence(
+    tmp_path: Path, handler: type[Hostile]
+) -> None:
+    with hostile(handler) as base:
+        config = write_config(tmp_path, oauth_table("hostile", base))
+        done = subprocess.run(
+            server_command(
+                "servers", "login", "hostile", "--no-browser", "--timeout", "5", "--config", config
+            ),
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=server_env(NO_PLUGINS),
+            timeout=60,
+        )
+        rows = json.loads(servers_list(config, tmp_path, NO_PLUGINS).stdout)["servers"]
+    assert done.returncode == 1 and not done.stdout
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("awf-mcp: error: not signed in to server 'hostile': ") and "Traceback" not in line
+    assert rows[0]["state"] == "needs sign-in" and rows[0]["fix"] == "awf-mcp servers login hostile"
