@@ -11,7 +11,8 @@ asks for, the state check, the token exchange and the refresh. This module gives
 * :class:`StoredTokens`, its ``TokenStorage``, over :mod:`awf_mcp.ops.tokenstore` (the OS
   keyring, else a ``0600`` file in the user's state directory; never a config file). The
   absolute expiry is kept beside the tokens so that a later process knows an access token
-  has expired and refreshes it rather than sending it (:class:`_Provider`). When a refresh is
+  has expired and refreshes it rather than sending it (:class:`_Provider`), a little before
+  the end of its life (:class:`_Context`). When a refresh is
   refused because another awf-mcp process used the same (rotating) refresh token first, the
   tokens that process stored are taken (looked for during about two seconds): two processes
   refreshing at once keep the sign-in, and a refused refresh never erases what is stored.
@@ -65,6 +66,7 @@ from awf_mcp.ops import tokenstore
 from awf_mcp.ports import inert_text
 
 DEFAULT_SIGN_IN_SECONDS = 300.0
+EXPIRY_MARGIN_SECONDS = 60.0
 REFRESH_WAIT_ROUNDS = 20
 REFRESH_WAIT_SECONDS = 0.1
 """A refused refresh looks for the tokens another process stored this many times, this far apart."""
@@ -157,10 +159,33 @@ class StoredTokens:
             entry["client"] = client_info.model_dump(mode="json", exclude_none=True)
 
 
+class _Context(OAuthContext):
+    """The SDK's context, taking a token for expired a little before its end (a quarter of its life,
+    at most :data:`EXPIRY_MARGIN_SECONDS`): a token refused as expired is answered 401, which the
+    SDK takes for a missing sign-in rather than refreshing."""
+
+    def update_token_expiry(self, token: OAuthToken) -> None:
+        super().update_token_expiry(token)
+        if self.token_expiry_time is not None and token.expires_in:
+            self.token_expiry_time -= min(EXPIRY_MARGIN_SECONDS, max(int(token.expires_in), 0) / 4)
+
+
 class _Provider(OAuthClientProvider):
     """The SDK's provider, told the stored tokens' expiry when it loads them (the SDK's own load
     keeps tokens without one, so an expired token would be sent, answered 401 and taken for a
     missing sign-in instead of being refreshed)."""
+
+    def __init__(self, **arguments: Any) -> None:
+        super().__init__(**arguments)
+        held = self.context
+        self.context = _Context(
+            server_url=held.server_url,
+            client_metadata=held.client_metadata,
+            storage=held.storage,
+            redirect_handler=held.redirect_handler,
+            callback_handler=held.callback_handler,
+            client_metadata_url=held.client_metadata_url,
+        )
 
     async def _initialize(self) -> None:
         await super()._initialize()

@@ -72,6 +72,13 @@ class Login:
         return self.process.returncode, out, err
 
 
+def awf(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``awf-mcp ARGS...`` run to its end in CWD."""
+    return subprocess.run(
+        server_command(*args), capture_output=True, text=True, cwd=cwd, env=server_env(NO_PLUGINS), timeout=60
+    )
+
+
 def approve_in_browser(url: str) -> httpx2.Response:
     """What the browser does: open the authorization URL, follow the redirects to the callback."""
     return httpx2.get(url, follow_redirects=True, timeout=30)
@@ -203,14 +210,7 @@ def test_logout_revokes_and_forgets_and_the_server_then_needs_sign_in(tmp_path: 
         (row,) = json.loads(listed)["servers"]
         assert row["sign_in"] == "signed in" and row["expires_at"] and row["state"] == "running"
         assert access not in listed and str(stored_tokens()["refresh_token"]) not in listed
-        done = subprocess.run(
-            server_command("servers", "logout", "remote", "--config", config),
-            capture_output=True,
-            text=True,
-            cwd=tmp_path,
-            env=server_env(NO_PLUGINS),
-            timeout=60,
-        )
+        done = awf(tmp_path, "servers", "logout", "remote", "--config", config)
         assert done.returncode == 0 and "the server revoked them" in done.stdout
         assert "access_token" not in tokenstore.record_path().read_text()
         revoked = httpx2.post(
@@ -251,14 +251,7 @@ def test_mid_session_a_token_that_expires_is_refreshed_and_a_revoked_one_says_ho
             assert echo("remote", "one")["content"] == [{"type": "text", "text": "echo: one"}]
             time.sleep(1.5)  # expired: the next call refreshes first
             assert echo("remote", "two")["content"] == [{"type": "text", "text": "echo: two"}]
-            done = subprocess.run(
-                server_command("servers", "logout", "remote", "--config", config),
-                capture_output=True,
-                text=True,
-                cwd=tmp_path,
-                env=server_env(NO_PLUGINS),
-                timeout=60,
-            )
+            done = awf(tmp_path, "servers", "logout", "remote", "--config", config)
             assert "the server revoked them" in done.stdout
             time.sleep(1.5)
             revoked = echo("remote", "three")
@@ -344,15 +337,8 @@ def test_a_server_that_only_refuses_ends_the_sign_in_with_one_sentence(
 ) -> None:
     with hostile(handler) as base:
         config = write_config(tmp_path, oauth_table("hostile", base))
-        done = subprocess.run(
-            server_command(
-                "servers", "login", "hostile", "--no-browser", "--timeout", "5", "--config", config
-            ),
-            capture_output=True,
-            text=True,
-            cwd=tmp_path,
-            env=server_env(NO_PLUGINS),
-            timeout=60,
+        done = awf(
+            tmp_path, "servers", "login", "hostile", "--no-browser", "--timeout", "5", "--config", config
         )
         rows = json.loads(servers_list(config, tmp_path, NO_PLUGINS).stdout)["servers"]
     assert done.returncode == 1 and not done.stdout

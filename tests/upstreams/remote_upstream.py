@@ -16,6 +16,7 @@ was issued to (``anonymous`` without auth).
 
 from __future__ import annotations
 
+import math
 import secrets
 import socket
 import sys
@@ -110,7 +111,7 @@ class ApprovingProvider:
 
     def _issue(self, client_id: str, scopes: list[str], resource: str | None) -> OAuthToken:
         access, refresh = f"at-{secrets.token_urlsafe(16)}", f"rt-{secrets.token_urlsafe(16)}"
-        expires = int(time.time()) + self.token_seconds
+        expires = math.ceil(time.time()) + self.token_seconds  # never before the client's expires_in
         self.access[access] = AccessToken(
             token=access, client_id=client_id, scopes=scopes, expires_at=expires, resource=resource
         )
