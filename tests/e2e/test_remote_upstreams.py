@@ -39,6 +39,29 @@ async def test_an_sse_upstream_is_served_and_called(tmp_path: Path) -> None:
             result = await session.call_tool("old_echo", {"message": "over sse"})
     assert {"old_echo", "old_whoami"} <= names
     assert not result.is_error and text_of(result) == "echo: over sse"
+    refused = awf(tmp_path, "servers", "login", "old", "--config", config)
+    assert refused.returncode == 1
+    assert (
+        "server 'old' is a url server without auth = \"oauth\": there is nothing to sign in to"
+        in refused.stderr
+    )
+
+
+def test_an_sse_server_signs_in_with_oauth_like_a_streamable_http_one(tmp_path: Path) -> None:
+    with remote_upstream("oauth-sse") as base:
+        table = (
+            f'[servers.old]\ntype = "sse"\nurl = "{base}/sse"\nauth = "oauth"\nstartup_timeout_seconds = 10\n'
+        )
+        config = write_config(tmp_path, table)
+        before = json.loads(servers_list(config, tmp_path, NO_PLUGINS).stdout)["servers"][0]
+        code, _, err = sign_in(config, "old", tmp_path)
+        assert code == 0, err
+        with RawServer("--config", config, "--no-builtins", env=NO_PLUGINS, cwd=tmp_path) as server:
+            server.initialize()
+            echo = {"name": "old_echo", "arguments": {"message": "signed in over sse"}}
+            result = server.request("tools/call", echo)["result"]
+    assert before["state"] == "needs sign-in" and before["transport"] == "sse"
+    assert result["content"][0]["text"] == "echo: signed in over sse"
 
 
 def oauth_table(name: str, base: str, **extra: str) -> str:

@@ -7,8 +7,9 @@ routes in front of an in-memory provider that approves every authorization reque
 (no person), registers clients dynamically, issues access tokens that live TOKEN_SECONDS
 (default 3600) and rotating refresh tokens (each works once; ``oauth TOKEN_SECONDS DELAY``
 makes a refresh wait DELAY seconds before it looks its token up, so that two refreshes
-sent together race), and revokes. Both listen on 127.0.0.1, port 0,
-and print ``port <N>`` on stdout once listening.
+sent together race), and revokes. ``oauth-sse`` serves the same behind the SSE transport, at
+``/sse``, built by the SDK's high-level server (``MCPServer.sse_app``, tool ``echo`` only).
+Each listens on 127.0.0.1, port 0, and prints ``port <N>`` on stdout once listening.
 
 Tools: ``echo`` answers ``echo: <message>``; ``whoami`` answers the client ID its token
 was issued to (``anonymous`` without auth).
@@ -174,16 +175,35 @@ def sse_app(server: Server[Any]) -> Starlette:
     )
 
 
-def oauth_app(server: Server[Any], base: str, token_seconds: int, refresh_delay: float) -> Starlette:
-    provider = ApprovingProvider(token_seconds, refresh_delay)
-    auth = AuthSettings(
+def auth_settings(base: str, path: str) -> AuthSettings:
+    return AuthSettings(
         issuer_url=base,
-        resource_server_url=f"{base}/mcp",
+        resource_server_url=f"{base}{path}",
         client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=["tools"]),
         revocation_options=RevocationOptions(enabled=True),
         required_scopes=["tools"],
         validate_token_resource=True,
     )
+
+
+def oauth_sse_app(base: str, provider: ApprovingProvider) -> Starlette:
+    """The SSE transport behind the same auth, as the SDK's high-level server builds it."""
+    from mcp.server.mcpserver import MCPServer
+
+    server: MCPServer[Any] = MCPServer(
+        "remote", auth=auth_settings(base, "/sse"), auth_server_provider=provider
+    )
+
+    @server.tool()
+    def echo(message: str) -> str:
+        """Echo."""
+        return f"echo: {message}"
+
+    return server.sse_app()
+
+
+def oauth_app(server: Server[Any], base: str, provider: ApprovingProvider) -> Starlette:
+    auth = auth_settings(base, "/mcp")
     return server.streamable_http_app(
         auth=auth,
         auth_server_provider=provider,
@@ -202,7 +222,9 @@ def main() -> None:
     else:
         token_seconds = int(sys.argv[2]) if len(sys.argv) > 2 else 3600
         refresh_delay = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
-        app = oauth_app(server, f"http://127.0.0.1:{port}", token_seconds, refresh_delay)
+        provider = ApprovingProvider(token_seconds, refresh_delay)
+        base = f"http://127.0.0.1:{port}"
+        app = oauth_sse_app(base, provider) if mode == "oauth-sse" else oauth_app(server, base, provider)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     print(f"port {port}", flush=True)
     anyio.run(uvicorn.Server(config).serve, [sock])
