@@ -206,22 +206,25 @@ def test_an_expired_token_is_refreshed_and_the_rotated_refresh_token_kept(tmp_pa
         assert sign_in(config, "remote", tmp_path)[0] == 0
         before = stored_tokens()
         time.sleep(1.5)  # the access token has expired
-        with RawServer("--config", config, "--no-builtins", env=NO_PLUGINS, cwd=tmp_path) as server:
+        audit = tmp_path / "audit.jsonl"
+        args = ("--config", config, "--no-builtins", "--log-level", "DEBUG", "--audit-log", str(audit))
+        with RawServer(*args, env=NO_PLUGINS, cwd=tmp_path) as server:
             server.initialize()
             result = server.request("tools/call", {"name": "remote_echo", "arguments": {"message": "hi"}})
             logged = server.stderr()
         after = stored_tokens()
     assert result["result"]["content"][0]["text"] == "echo: hi"
-    assert (
-        after["refresh_token"] != before["refresh_token"] and after["access_token"] != before["access_token"]
-    )
+    assert after["refresh_token"] != before["refresh_token"]
+    assert after["access_token"] != before["access_token"]
+    audited = audit.read_text()
+    assert "remote_echo" in audited and "call remote_echo" in logged
     for token in (
         before["access_token"],
         before["refresh_token"],
         after["access_token"],
         after["refresh_token"],
     ):
-        assert str(token) not in logged
+        assert str(token) not in logged and str(token) not in audited
 
 
 def test_logout_revokes_and_forgets_and_the_server_then_needs_sign_in(tmp_path: Path) -> None:
