@@ -42,6 +42,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -248,9 +249,14 @@ def servers_login(
         print(url, flush=True)
 
     try:
-        anyio.run(lambda: oauth.sign_in(spec, show=show, open_browser=not no_browser, timeout=timeout))
+        signed = anyio.run(
+            lambda: oauth.sign_in(spec, show=show, open_browser=not no_browser, timeout=timeout)
+        )
     except oauth.SignInFailed as exc:
         raise UserError(f"not signed in to server '{name}': {exc}") from None
+    if not signed:
+        print(f"server '{name}' asks for no sign-in: awf-mcp serves it without one")
+        return
     print(f"signed in to server '{name}'; the tokens are kept in {tokenstore.location()}")
 
 
@@ -374,6 +380,18 @@ def servers_import(
     # A file that was the project's and unapproved stays so: appending to it approves nothing.
     before = trust.read_bounded(target) if target.is_file() else None
     trusted_before = before is None or trust.verdict(target, before, named=True, cwd=Path.cwd()).trusted
+
+    def signed_in(name: str, table: Mapping[str, Any]) -> bool:
+        from awf_mcp.core.servers import parse_one
+        from awf_mcp.errors import ConfigError
+        from awf_mcp.wire import oauth
+
+        try:
+            state = oauth.state(parse_one(name, dict(table), f"[servers.{name}]"))
+        except ConfigError:
+            return False
+        return state.signed_in or state.asked_for_none
+
     text = import_servers(
         client,
         write=write,
@@ -381,6 +399,7 @@ def servers_import(
         config=Path(config) if config else None,
         check=parse_settings,
         tools=served,
+        signed_in=signed_in,
     )
     print(text)
     if write and target.is_file() and trust.read_bounded(target) != before:

@@ -21,7 +21,8 @@ asks for, the state check, the token exchange and the refresh. This module gives
   URL goes to ``show`` and, unless told not to, to the browser (:mod:`webbrowser`). It waits
   at most ``timeout`` seconds for the redirect; a denial, a timeout or a state mismatch raises
   :class:`SignInFailed` with one sentence, and nothing is stored but the registered client.
-  Signed in means the MCP handshake with the new token succeeded.
+  Signed in means the MCP handshake with the new token succeeded; a server that lets the
+  handshake through without asking for a token is recorded as asking for none.
 * :func:`serving_auth` (``serve``, ``servers list``, ``doctor``): the provider over the stored
   tokens, refreshed by the SDK when they expire. It never asks a person: where the SDK would
   send the user to the authorization page, the connection fails with
@@ -347,8 +348,11 @@ async def sign_in(
     show: Callable[[str], None],
     open_browser: bool = True,
     timeout: float = DEFAULT_SIGN_IN_SECONDS,
-) -> None:
-    """Sign in to SPEC (see the module docstring); raises :class:`SignInFailed` with one sentence."""
+) -> bool:
+    """Sign in to SPEC (see the module docstring); raises :class:`SignInFailed` with one sentence.
+
+    False: the server let the handshake through without a token (it needs no sign-in; that is
+    recorded, see :attr:`SignInState.asked_for_none`)."""
     from awf_mcp.wire.client import connect
 
     with _loopback() as listener:
@@ -388,9 +392,10 @@ async def sign_in(
         except Exception as exc:
             raise SignInFailed(_sign_in_failure(spec, exc)) from None
         if storage.fresh:  # the server let the handshake through without asking for a token
-            raise SignInFailed(
-                f"server '{spec.name}' did not ask for a sign-in: it needs no auth = \"oauth\""
-            )
+            with tokenstore.updating(_key(spec)) as entry:
+                entry["asked_for_none"] = time.time()
+            return False
+        return True
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:
@@ -420,6 +425,8 @@ class SignInState:
     expires_at: float | None = None
     refreshable: bool = False
     problem: str = ""
+    asked_for_none: bool = False
+    """``servers login`` found that the server asks for no sign-in."""
 
 
 def state(spec: ServerSpec) -> SignInState:
@@ -427,11 +434,12 @@ def state(spec: ServerSpec) -> SignInState:
     from awf_mcp.errors import UserError
 
     try:
-        tokens = tokenstore.load(_key(spec)).get("tokens")
+        entry = tokenstore.load(_key(spec))
     except UserError as exc:
         return SignInState(False, problem=exc.message)
+    tokens = entry.get("tokens")
     if not isinstance(tokens, dict):
-        return SignInState(False)
+        return SignInState(False, asked_for_none="asked_for_none" in entry)
     expires_at = tokens.get("expires_at")
     return SignInState(
         True,

@@ -371,3 +371,21 @@ def test_a_server_that_only_refuses_ends_the_sign_in_with_one_sentence(
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("awf-mcp: error: not signed in to server 'hostile': ") and "Traceback" not in line
     assert rows[0]["state"] == "needs sign-in" and rows[0]["fix"] == "awf-mcp servers login hostile"
+
+
+def test_an_imported_oauth_server_leaves_the_agents_file_once_signed_in(tmp_path: Path) -> None:
+    with remote_upstream("oauth") as base:
+        agent = {"mcpServers": {"remote": {"type": "http", "url": f"{base}/mcp"}}}
+        (tmp_path / ".mcp.json").write_text(json.dumps(agent))
+        first = awf(tmp_path, "servers", "import", "claude", "--write")
+        assert first.returncode == 0, first.stderr
+        assert "'remote' stays in" in first.stdout and "run awf-mcp servers login remote" in first.stdout
+        assert set(json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]) == {"remote", "awf"}
+        config = str(tmp_path / "awf-mcp.toml")
+        assert 'auth = "oauth"' in Path(config).read_text()
+        assert sign_in(config, "remote", tmp_path)[0] == 0
+        second = awf(tmp_path, "servers", "import", "claude", "--write")
+        assert second.returncode == 0, second.stderr
+        assert "awf-mcp can serve it: it leaves" in second.stdout
+        assert set(json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]) == {"awf"}
+        assert "access_token" not in Path(config).read_text()

@@ -45,10 +45,10 @@ model = "y"
 """
 
 
-def run(tmp_path: Path, client: str, write: bool) -> str:
+def run(tmp_path: Path, client: str, write: bool, signed_in: Any = lambda name, table: True) -> str:
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
-    return import_servers(client, write=write, cwd=tmp_path, home=home, env={})
+    return import_servers(client, write=write, cwd=tmp_path, home=home, env={}, signed_in=signed_in)
 
 
 def test_without_write_nothing_changes_and_the_tables_are_printed(tmp_path: Path) -> None:
@@ -298,3 +298,26 @@ def test_codexs_url_and_bearer_token_variable_round_trip(tmp_path: Path) -> None
     specs, out = imported_specs(tmp_path, "codex")
     assert dict(specs["keyed"].headers) == {"Authorization": "Bearer t"} and specs["keyed"].auth == ""
     assert specs["signin"].auth == "oauth" and "servers login signin once" in out
+
+
+def test_a_server_that_needs_sign_in_leaves_the_agents_file_only_once_signed_in(tmp_path: Path) -> None:
+    agent = {
+        "mcpServers": {
+            "linear": {"type": "http", "url": "https://mcp.linear.invalid/mcp"},
+            "time": {"command": "uvx", "args": ["mcp-server-time"]},
+        }
+    }
+    (tmp_path / ".mcp.json").write_text(json.dumps(agent))
+    signed: set[str] = set()
+    out = run(tmp_path, "claude", write=True, signed_in=lambda name, table: name in signed)
+    assert "'linear' stays in" in out and "run awf-mcp servers login linear, then this import again" in out
+    assert set(json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]) == {"linear", "awf"}
+    assert tomllib.loads((tmp_path / "awf-mcp.toml").read_text())["servers"]["linear"]["auth"] == "oauth"
+    again = run(tmp_path, "claude", write=True, signed_in=lambda name, table: name in signed)
+    assert "nothing imported" in again
+    assert set(json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]) == {"linear", "awf"}
+    signed.add("linear")  # awf-mcp servers login linear
+    moved = run(tmp_path, "claude", write=True, signed_in=lambda name, table: name in signed)
+    assert "'linear' is already in" in moved and "awf-mcp can serve it: it leaves" in moved
+    assert set(json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]) == {"awf"}
+    assert list(tomllib.loads((tmp_path / "awf-mcp.toml").read_text())["servers"]) == ["linear", "time"]
