@@ -132,7 +132,9 @@ class StoredTokens:
             record["expires_at"] = time.time() + int(tokens.expires_in)
         with tokenstore.updating(_key(self.spec)) as entry:
             entry["tokens"] = record
-            entry["signed_in_at"] = entry.get("signed_in_at") if not self.fresh else time.time()
+            entry.pop("asked_for_none", None)
+            if self.fresh:
+                entry["signed_in_at"] = time.time()
         self.fresh = False
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
