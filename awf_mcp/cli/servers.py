@@ -173,15 +173,19 @@ def servers_list(
 
     table = Table("server", "transport", "state", "tools", "held")
     for row in rows:
-        state = row["state"] + (f": {row['reason']}" if row["reason"] else "")
-        if row["sign_in"] == "signed in":
-            state += f"\nsigned in (token expires {row['expires_at'] or 'never'}; refreshed as needed)"
-        elif row["fix"]:
-            state += f"\nto sign in: {row['fix']}"
-        state += "".join(f"\n{sentence}" for sentence in row["left_out"])
+        if row["state"] == "needs sign-in":
+            lines = [f"needs sign-in: run {row['fix']}"]
+        else:
+            lines = [row["state"] + (f": {row['reason']}" if row["reason"] else "")]
+            if row["sign_in"] == "signed in":
+                lines.append(f"signed in (token expires {row['expires_at'] or 'never'}; refreshed as needed)")
+            elif row["fix"]:
+                lines.append(f"to sign in again: {row['fix']}")
+        lines += row["left_out"]
+        state = "\n".join(shown(line) for line in lines)  # each line inert, the breaks kept
         tools = ", ".join(row["tools"]) if row["tools"] else "-"
         held = ", ".join(hold["name"] for hold in row["held"]) if row["held"] else "-"
-        table.add_row(shown(row["name"]), row["transport"], shown(state), shown(tools), shown(held))
+        table.add_row(shown(row["name"]), row["transport"], state, shown(tools), shown(held))
     console = Console(highlight=False)
     console.print(table)
     for row in rows:

@@ -77,7 +77,8 @@ def location(env: Mapping[str, str] | None = None) -> str:
     """Where entries are kept, for the user: ``the OS keyring (<backend>)`` or the file's path."""
     keyring = _keyring(env)
     if keyring is not None:
-        return f"the OS keyring ({type(keyring.get_keyring()).__name__})"
+        backend = keyring.get_keyring()
+        return f"the OS keyring ({getattr(backend, 'name', '') or type(backend).__name__})"
     return str(record_path(env))
 
 

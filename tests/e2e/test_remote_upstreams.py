@@ -96,10 +96,9 @@ class Login:
 
 
 def awf(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``awf-mcp ARGS...`` run to its end in CWD."""
-    return subprocess.run(
-        server_command(*args), capture_output=True, text=True, cwd=cwd, env=server_env(NO_PLUGINS), timeout=60
-    )
+    """``awf-mcp ARGS...`` run to its end in CWD (tables 200 columns wide)."""
+    env = server_env({**NO_PLUGINS, "COLUMNS": "200"})
+    return subprocess.run(server_command(*args), capture_output=True, text=True, cwd=cwd, env=env, timeout=60)
 
 
 def approve_in_browser(url: str) -> httpx2.Response:
@@ -193,11 +192,17 @@ def test_a_server_that_needs_sign_in_is_reported_and_the_others_are_served(tmp_p
             assert "open_echo" in names and not any(name.startswith("remote_") for name in names)
             assert "server 'remote' needs sign-in: run awf-mcp servers login remote" in server.stderr()
         listed = servers_list(config, tmp_path, NO_PLUGINS)
+        table = awf(tmp_path, "servers", "list", "--config", config).stdout
+        doctor = awf(tmp_path, "doctor", "--json", "--config", config)
     rows = {row["name"]: row for row in json.loads(listed.stdout)["servers"]}
-    assert (
-        rows["remote"]["state"] == "needs sign-in" and rows["remote"]["fix"] == "awf-mcp servers login remote"
-    )
-    assert rows["open"]["state"] == "running"
+    assert rows["remote"]["state"] == "needs sign-in"
+    assert rows["remote"]["fix"] == "awf-mcp servers login remote"
+    assert rows["open"]["state"] == "running" and rows["open"]["sign_in"] is None
+    assert "needs sign-in: run awf-mcp servers login remote" in table and "\\x0a" not in table
+    findings = {f["subject"]: f for f in json.loads(doctor.stdout)["findings"] if f["check"] == "servers"}
+    remote = findings["server 'remote' (http)"]
+    assert remote["status"] == "error" and remote["detail"] == "not served: it needs sign-in"
+    assert remote["fix"] == "sign in once: awf-mcp servers login remote"
 
 
 def test_an_expired_token_is_refreshed_and_the_rotated_refresh_token_kept(tmp_path: Path) -> None:
@@ -236,6 +241,8 @@ def test_logout_revokes_and_forgets_and_the_server_then_needs_sign_in(tmp_path: 
         (row,) = json.loads(listed)["servers"]
         assert row["sign_in"] == "signed in" and row["expires_at"] and row["state"] == "running"
         assert access not in listed and str(stored_tokens()["refresh_token"]) not in listed
+        table = awf(tmp_path, "servers", "list", "--config", config).stdout
+        assert "signed in (token" in table and "\\x0a" not in table and access not in table
         done = awf(tmp_path, "servers", "logout", "remote", "--config", config)
         assert done.returncode == 0 and "the server revoked them" in done.stdout
         assert "access_token" not in tokenstore.record_path().read_text()
