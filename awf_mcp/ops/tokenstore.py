@@ -6,7 +6,8 @@ Contract
   whose URL changes signs in again). An entry is a JSON object (the tokens, their expiry, the
   client the authorization server registered); only :mod:`awf_mcp.wire.oauth` reads inside it.
 * Entries live outside every config file: in the OS keyring (service :data:`KEYRING_SERVICE`)
-  when the ``keyring`` package finds a backend that answers (probed once per process),
+  when the ``keyring`` package finds an OS backend (priority 1 or more: not a file of
+  ``keyrings.alt``) that answers (probed once per process),
   otherwise in the record ``oauth.json`` of :mod:`awf_mcp.ops.statestore` (the state
   directory is ``0700``, the record ``0600``, written whole and renamed into place, under a
   lock so two processes never lose each other's writes). ``AWF_MCP_TOKEN_STORE=file`` uses
@@ -62,6 +63,8 @@ def _probe() -> Any:
         backend = keyring.get_keyring()
         if isinstance(backend, fail.Keyring) or type(backend).__module__.startswith("keyring.backends.null"):
             return None
+        if float(getattr(backend, "priority", 0)) < 1:
+            return None  # a file of keyrings.alt (plaintext, or asking a password on the terminal)
         keyring.get_password(KEYRING_SERVICE, "probe")  # a locked or absent service fails here
     except Exception:
         return None
@@ -78,7 +81,8 @@ def location(env: Mapping[str, str] | None = None) -> str:
     keyring = _keyring(env)
     if keyring is not None:
         backend = keyring.get_keyring()
-        return f"the OS keyring ({getattr(backend, 'name', '') or type(backend).__name__})"
+        name = " ".join(str(getattr(backend, "name", "")).split()) or type(backend).__name__
+        return f"the OS keyring ({name})"
     return str(record_path(env))
 
 
