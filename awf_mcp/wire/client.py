@@ -628,8 +628,14 @@ async def _http_streams(
         def factory(headers: Any = None, timeout: Any = None, auth: Any = None) -> Any:
             return _reporting_http_client(spec, transcript, auth)
 
-        streams: Any = sse_client(spec.url, httpx_client_factory=factory, auth=auth)
-        async with streams as (reads, writes):
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                reads, writes = await stack.enter_async_context(
+                    sse_client(spec.url, httpx_client_factory=factory, auth=auth)
+                )
+            except Exception as exc:  # the stream was refused: say why as for any HTTP request
+                reason = transcript.fault or describe_http_failure(exc, spec.url)
+                raise UpstreamFailure(spec.redact(reason)) from None
             try:
                 yield reads, writes
             finally:

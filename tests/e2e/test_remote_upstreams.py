@@ -396,3 +396,12 @@ def test_an_imported_oauth_server_leaves_the_agents_file_once_signed_in(tmp_path
         assert "awf-mcp can serve it: it leaves" in second.stdout
         assert set(json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]) == {"awf"}
         assert "access_token" not in Path(config).read_text()
+
+
+def test_an_sse_server_that_refuses_the_stream_is_reported_with_the_status(tmp_path: Path) -> None:
+    with hostile(Hostile) as base:
+        table = f'[servers.old]\ntype = "sse"\nurl = "{base}/sse?key=s3cret"\nstartup_timeout_seconds = 5\n'
+        config = write_config(tmp_path, table)
+        (row,) = json.loads(servers_list(config, tmp_path, NO_PLUGINS).stdout)["servers"]
+    assert row["state"] == "failed" and row["sign_in"] is None
+    assert f"HTTP 401 Unauthorized at {base}/sse" in row["reason"] and "s3cret" not in row["reason"]
