@@ -90,6 +90,14 @@ def sign_in_state(spec: ServerSpec, state: str, reason: str) -> dict[str, Any]:
     return {"sign_in": "signed in", "expires_at": expires, "fix": None}
 
 
+def _with_sign_in(row: dict[str, Any], spec: ServerSpec) -> dict[str, Any]:
+    """ROW with its sign-in (:func:`sign_in_state`); a server that needs sign-in is in that state."""
+    row.update(sign_in_state(spec, row["state"], row["reason"]))
+    if row["sign_in"] == "needs sign-in":
+        row["state"] = "needs sign-in"
+    return row
+
+
 def _states(settings: Settings) -> list[dict[str, Any]]:
     import anyio
 
@@ -117,15 +125,12 @@ def _states(settings: Settings) -> list[dict[str, Any]]:
                 ]
                 row["held"] = _held_rows(specs[record.name])
                 row["approve"] = pins.approve_command(record.name) if row["held"] else None
-                row.update(sign_in_state(specs[record.name], row["state"], reason))
-                if row["sign_in"] == "needs sign-in":
-                    row["state"] = "needs sign-in"
                 shown.append(row)
             return shown
         finally:
             await runtime.close_providers([entry.provider for r in records for entry in r.providers])
 
-    return anyio.run(collect)
+    return [_with_sign_in(row, specs[row["name"]]) for row in anyio.run(collect)]
 
 
 @servers_app.command("list")
