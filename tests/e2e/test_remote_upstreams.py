@@ -263,7 +263,7 @@ def test_a_token_file_other_users_can_read_is_refused_with_a_sentence(tmp_path: 
             rows = json.loads(servers_list(config, tmp_path, NO_PLUGINS).stdout)["servers"]
         finally:
             os.chmod(tokenstore.record_path(), 0o600)
-    assert rows[0]["state"] == "failed"
+    assert rows[0]["state"] == "failed" and rows[0]["sign_in"] == "refused"
     assert "can be read or written by other users (mode 644)" in rows[0]["reason"]
 
 
