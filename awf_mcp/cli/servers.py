@@ -67,8 +67,10 @@ def _held_rows(spec: ServerSpec) -> list[dict[str, Any]]:
 
 
 def sign_in_state(spec: ServerSpec, state: str, reason: str) -> dict[str, Any]:
-    """``sign_in`` (``signed in``, ``needs sign-in``, ``refused`` or ``null`` for a server without
-    ``auth = "oauth"``), ``expires_at`` (ISO 8601 UTC, or ``null``) and ``fix`` (the command, or ``null``)."""
+    """``sign_in``: ``needs sign-in`` (the server asked for a token awf-mcp does not hold),
+    ``refused`` (the token store was refused), ``signed in``, or ``null`` (no ``auth = "oauth"``,
+    or none stored and none asked for); ``expires_at`` (ISO 8601 UTC, or ``null``) and ``fix``
+    (the command, or ``null``)."""
     from datetime import UTC, datetime
 
     from awf_mcp.wire import oauth
@@ -81,13 +83,13 @@ def sign_in_state(spec: ServerSpec, state: str, reason: str) -> dict[str, Any]:
         if stored.expires_at is not None
         else None
     )
-    if oauth.needs_sign_in(spec.name) in reason or (not stored.signed_in and not stored.problem):
-        if state in ("running", "disabled") and not stored.signed_in:
-            return {"sign_in": None, "expires_at": None, "fix": None}  # the server asked for no token
+    if oauth.needs_sign_in(spec.name) in reason:
         return {"sign_in": "needs sign-in", "expires_at": None, "fix": oauth.login_command(spec.name)}
-    if stored.problem or state not in ("running", "disabled"):
-        return {"sign_in": "refused", "expires_at": expires, "fix": oauth.login_command(spec.name)}
-    return {"sign_in": "signed in", "expires_at": expires, "fix": None}
+    if stored.problem:
+        return {"sign_in": "refused", "expires_at": None, "fix": oauth.login_command(spec.name)}
+    if stored.signed_in:
+        return {"sign_in": "signed in", "expires_at": expires, "fix": None}
+    return {"sign_in": None, "expires_at": None, "fix": None}  # asked for no token, or not reached
 
 
 def _with_sign_in(row: dict[str, Any], spec: ServerSpec) -> dict[str, Any]:

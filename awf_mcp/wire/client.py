@@ -39,7 +39,9 @@ connection on a request that fails without saying why; awf-mcp's HTTP client rec
 as the connection's reason (:func:`describe_http_failure`): ``connection refused``, ``name not
 resolved``, ``TLS: <what failed>``, ``no answer within N s``, and for an answer of status 400 or
 more to a POST (or, on SSE, to the GET that opens the stream), ``HTTP <status> at <url>``; a
-server that needs sign-in, ``server 'NAME' needs sign-in: run awf-mcp servers login NAME``.
+server that needs sign-in, ``server 'NAME' needs sign-in: run awf-mcp servers login NAME``. An
+answer to a request beside the MCP endpoint (OAuth metadata, registration, tokens) over
+:data:`SIDE_RESPONSE_BYTES` fails that request: ``the answer from <url> passed N bytes``.
 
 Secrets
 -------
@@ -115,6 +117,9 @@ STDERR_TAIL_LINES = 5
 MAX_LISTED_TOOLS = 10_000
 """More tools than this from one server (a listing that never ends, say) fail the listing."""
 MAX_LIST_PAGES = 1_000
+SIDE_RESPONSE_BYTES = 1 << 20
+"""An HTTP upstream's answer to a request beside its MCP endpoint (OAuth metadata, client
+registration, tokens; SSE message posts) is read at most this far, then the request fails."""
 
 
 class Transcript:
@@ -570,6 +575,8 @@ def describe_http_failure(exc: BaseException, url: str) -> str:
             return f"connection refused at {place} (nothing listens there)"
         if isinstance(cause, httpx2.TimeoutException):
             return f"no answer from {host} in time ({type(cause).__name__})"
+        if getattr(cause, "too_large", False):
+            return str(cause)
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
@@ -607,8 +614,50 @@ def _reporting_http_client(spec: ServerSpec, transcript: Transcript, auth: Any =
                 transcript.fault = f"HTTP {response.status_code}{phrase} at {shown}"
             return response
 
+    endpoint = httpx2.URL(spec.url)
+    endpoint_key = (endpoint.scheme, endpoint.host, endpoint.port, endpoint.path)
+
+    class BoundedStream(httpx2.AsyncByteStream):
+        def __init__(self, inner: Any, request: httpx2.Request) -> None:
+            self.inner, self.request = inner, request
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            read = 0
+            async for chunk in self.inner:
+                read += len(chunk)
+                if read > SIDE_RESPONSE_BYTES:
+                    url = self.request.url
+                    shown = f"{url.scheme}://{url.netloc.decode()}{url.path}"
+                    error = httpx2.TransportError(
+                        f"the answer from {shown} passed {SIDE_RESPONSE_BYTES:,} bytes", request=self.request
+                    )
+                    error.too_large = True  # type: ignore[attr-defined]
+                    raise error
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    class BoundedTransport(httpx2.AsyncBaseTransport):
+        """Answers to requests beside the MCP endpoint (OAuth metadata, registration, tokens,
+        SSE message posts) are read at most :data:`SIDE_RESPONSE_BYTES`."""
+
+        def __init__(self) -> None:
+            self.inner = httpx2.AsyncHTTPTransport()
+
+        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+            response = await self.inner.handle_async_request(request)
+            if (request.url.scheme, request.url.host, request.url.port, request.url.path) != endpoint_key:
+                response.stream = BoundedStream(response.stream, request)
+            return response
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
     timeout = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
-    return ReportingClient(headers=dict(spec.headers), timeout=timeout, auth=auth)
+    return ReportingClient(
+        headers=dict(spec.headers), timeout=timeout, auth=auth, transport=BoundedTransport()
+    )
 
 
 @contextlib.asynccontextmanager

@@ -416,6 +416,13 @@ def _sign_in_failure(spec: ServerSpec, exc: Exception) -> str:
     for leaf in leaves:
         if isinstance(leaf, UpstreamFailure):
             return str(leaf).removeprefix("the handshake failed: ")
+    import httpx2
+
+    from awf_mcp.wire.client import describe_http_failure
+
+    for leaf in leaves:
+        if isinstance(leaf, httpx2.HTTPError):
+            return spec.redact(describe_http_failure(leaf, spec.url))
     return spec.redact(f"{type(leaves[0]).__name__}: {str(leaves[0])[:300]}")
 
 
