@@ -528,16 +528,14 @@ async def check_plugins(ctx: Context) -> list[Finding]:
 
 
 async def check_servers(ctx: Context) -> list[Finding]:
-    """Every upstream server: running with its tools, failed with the reason, or disabled; an
-    ``auth = "oauth"`` server signed in (its token's expiry), needing sign-in or refused, with the
-    ``servers login`` command that fixes it (:func:`awf_mcp.cli.servers.sign_in_state`)."""
-    from awf_mcp.cli.servers import sign_in_state
-
+    """Every upstream server: running with its tools, failed with the reason, or disabled."""
     loaded = await ctx.loaded()
     if loaded is None or ctx.settings is None:
         return []
     specs = {spec.name: spec for spec in ctx.settings.servers}
     findings = []
+    from awf_mcp.cli.servers import sign_in_state  # an OAuth server's sign-in, as servers list shows it
+
     for record in loaded.servers:
         spec = specs[record.name]
         data = {**spec.public(), "status": record.status, "tools": record.tool_names}
@@ -547,10 +545,6 @@ async def check_servers(ctx: Context) -> list[Finding]:
         data.update(signed)
         if record.ok:
             detail = f"starts and lists {_count(len(record.tool_names), 'tool')}"
-            if signed["sign_in"] == "signed in":
-                detail += (
-                    f"; signed in (token expires {signed['expires_at'] or 'never'}; refreshed as needed)"
-                )
         elif record.status == "disabled":
             status, detail = INFO, "disabled (enabled = false)"
         elif signed["sign_in"] == "needs sign-in":
@@ -562,6 +556,8 @@ async def check_servers(ctx: Context) -> list[Finding]:
             )
             if signed["sign_in"] == "refused":
                 fix = f"do what the sentence says, then sign in again: {signed['fix']}"
+        if record.ok and signed["sign_in"] == "signed in":
+            detail += f"; signed in (token expires {signed['expires_at'] or 'never'}; refreshed as needed)"
         subject = f"server '{record.name}' ({spec.transport})"
         findings.append(Finding("servers", status, subject, detail, fix, data))
         findings.extend(held_findings(spec))

@@ -23,18 +23,20 @@ what changed and the command that approves it. Text from the servers is printed 
 (:func:`~awf_mcp.cli.terminal.shown`).
 
 ``--json`` prints ``{"servers": [{"name", "transport", "enabled", "pin", "state", "reason",
-"tools", "left_out", "held": [{"item", "name", "changes", "summary"}], "approve", "sign_in",
-"expires_at", "fix", "command", "args", "env", "cwd" | "url", "headers", "auth"}]}``
-(``approve``: the command, or ``null`` when nothing is held; ``sign_in``, for an ``auth =
-"oauth"`` server, ``signed in`` (``expires_at`` the access token's expiry, refreshed by awf-mcp),
-``needs sign-in`` (then ``state`` is ``needs sign-in`` too and ``fix`` the ``servers login``
-command) or ``refused`` (the server or the token store refused; ``reason`` says why), else
-``null``), plus ``"ignored_config": {"path", "approval", "would", "fix"}`` when a project's
+"tools", "left_out", "held": [{"item", "name", "changes", "summary"}], "approve", "command",
+"args", "env", "cwd" | "url", "headers"}]}`` (``approve``: the command, or ``null`` when nothing
+is held), plus ``"ignored_config": {"path", "approval", "would", "fix"}`` when a project's
 config file was not used because the user has not approved it (:mod:`awf_mcp.core.trust`).
 
 ``servers approve NAME`` starts that server as ``serve`` would, shows each held item and what
 changed, and on the user's yes (a terminal, or ``--yes``) pins them as they are now
 (:func:`awf_mcp.core.pins.approve`).
+
+Each row also has ``"sign_in"``, ``"expires_at"`` and ``"fix"`` (:func:`sign_in_state`), and an
+``auth = "oauth"`` server's public description its ``"auth"``: ``signed in`` (the access token's
+expiry, which awf-mcp refreshes), ``needs sign-in`` (then ``state`` is ``needs sign-in`` too and
+``fix`` the ``servers login`` command), ``refused`` (the token store was refused; ``reason`` says
+why) or ``null``.
 """
 
 from __future__ import annotations
@@ -64,40 +66,6 @@ def _held_rows(spec: ServerSpec) -> list[dict[str, Any]]:
         {"item": hold.kind, "name": hold.name, "changes": dict(hold.changes), "summary": hold.summary}
         for hold in pins.held(spec)
     ]
-
-
-def sign_in_state(spec: ServerSpec, state: str, reason: str) -> dict[str, Any]:
-    """``sign_in``: ``needs sign-in`` (the server asked for a token awf-mcp does not hold),
-    ``refused`` (the token store was refused), ``signed in``, or ``null`` (no ``auth = "oauth"``,
-    or none stored and none asked for); ``expires_at`` (ISO 8601 UTC, or ``null``) and ``fix``
-    (the command, or ``null``)."""
-    from datetime import UTC, datetime
-
-    from awf_mcp.wire import oauth
-
-    if spec.auth != "oauth":
-        return {"sign_in": None, "expires_at": None, "fix": None}
-    stored = oauth.state(spec)
-    expires = (
-        datetime.fromtimestamp(stored.expires_at, UTC).isoformat(timespec="seconds")
-        if stored.expires_at is not None
-        else None
-    )
-    if oauth.needs_sign_in(spec.name) in reason:
-        return {"sign_in": "needs sign-in", "expires_at": None, "fix": oauth.login_command(spec.name)}
-    if stored.problem:
-        return {"sign_in": "refused", "expires_at": None, "fix": oauth.login_command(spec.name)}
-    if stored.signed_in:
-        return {"sign_in": "signed in", "expires_at": expires, "fix": None}
-    return {"sign_in": None, "expires_at": None, "fix": None}  # asked for no token, or not reached
-
-
-def _with_sign_in(row: dict[str, Any], spec: ServerSpec) -> dict[str, Any]:
-    """ROW with its sign-in (:func:`sign_in_state`); a server that needs sign-in is in that state."""
-    row.update(sign_in_state(spec, row["state"], row["reason"]))
-    if row["sign_in"] == "needs sign-in":
-        row["state"] = "needs sign-in"
-    return row
 
 
 def _states(settings: Settings) -> list[dict[str, Any]]:
@@ -228,6 +196,40 @@ def _signing_in(settings: Settings, name: str) -> ServerSpec:
     if spec.problem:
         raise UserError(f"server '{name}' cannot be reached: {spec.problem}")
     return spec
+
+
+def sign_in_state(spec: ServerSpec, state: str, reason: str) -> dict[str, Any]:
+    """``sign_in``: ``needs sign-in`` (the server asked for a token awf-mcp does not hold),
+    ``refused`` (the token store was refused), ``signed in``, or ``null`` (no ``auth = "oauth"``,
+    or none stored and none asked for); ``expires_at`` (ISO 8601 UTC, or ``null``) and ``fix``
+    (the command, or ``null``)."""
+    from datetime import UTC, datetime
+
+    from awf_mcp.wire import oauth
+
+    if spec.auth != "oauth":
+        return {"sign_in": None, "expires_at": None, "fix": None}
+    stored = oauth.state(spec)
+    expires = (
+        datetime.fromtimestamp(stored.expires_at, UTC).isoformat(timespec="seconds")
+        if stored.expires_at is not None
+        else None
+    )
+    if oauth.needs_sign_in(spec.name) in reason:
+        return {"sign_in": "needs sign-in", "expires_at": None, "fix": oauth.login_command(spec.name)}
+    if stored.problem:
+        return {"sign_in": "refused", "expires_at": None, "fix": oauth.login_command(spec.name)}
+    if stored.signed_in:
+        return {"sign_in": "signed in", "expires_at": expires, "fix": None}
+    return {"sign_in": None, "expires_at": None, "fix": None}  # asked for no token, or not reached
+
+
+def _with_sign_in(row: dict[str, Any], spec: ServerSpec) -> dict[str, Any]:
+    """ROW with its sign-in (:func:`sign_in_state`); a server that needs sign-in is in that state."""
+    row.update(sign_in_state(spec, row["state"], row["reason"]))
+    if row["sign_in"] == "needs sign-in":
+        row["state"] = "needs sign-in"
+    return row
 
 
 @servers_app.command("login")
