@@ -58,15 +58,19 @@ def _private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
     """The user's state directory (approvals, pins, ledgers) is the test session's own.
 
     Every server the tests start inherits it, so no test reads or changes the real
-    user's approvals, and none depends on what an earlier run recorded.
+    user's approvals or sign-ins, and none depends on what an earlier run recorded.
     """
     saved = os.environ.get("XDG_STATE_HOME")
+    saved_store = os.environ.get("AWF_MCP_TOKEN_STORE")
     os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
+    # OAuth tokens the tests obtain stay in that directory too, never in the user's keyring.
+    os.environ["AWF_MCP_TOKEN_STORE"] = "file"
     yield
-    if saved is None:
-        os.environ.pop("XDG_STATE_HOME", None)
-    else:
-        os.environ["XDG_STATE_HOME"] = saved
+    for name, value in (("XDG_STATE_HOME", saved), ("AWF_MCP_TOKEN_STORE", saved_store)):
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture(autouse=True)

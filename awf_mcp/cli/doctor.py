@@ -33,7 +33,9 @@ The checks:
     every upstream MCP server in the configuration, started as ``serve`` starts it:
     running (with its tools), failed (with the reason), or disabled; and a warning for
     each of its tools held back (:mod:`awf_mcp.core.pins`: changed since approved, or new)
-    naming the ``awf-mcp servers approve NAME`` that approves it.
+    naming the ``awf-mcp servers approve NAME`` that approves it. An ``auth = "oauth"``
+    server also shows its sign-in: signed in (the token's expiry), needs sign-in (an error
+    whose fix is ``awf-mcp servers login NAME``) or refused.
 ``tools``
     the plugins' and servers' tools merge into one registry (a name collision stops
     ``serve``), and names too long for some clients.
@@ -538,22 +540,33 @@ async def check_servers(ctx: Context) -> list[Finding]:
         return []
     specs = {spec.name: spec for spec in ctx.settings.servers}
     findings = []
+    from awf_mcp.cli.servers import sign_in_state  # an OAuth server's sign-in, as servers list shows it
+
     for record in loaded.servers:
         spec = specs[record.name]
         offers = offers_of(record)
         data = {**spec.public(), "status": record.status, "tools": record.tool_names, "offers": offers}
         status, fix = OK, ""
+        state, _, reason = record.status.partition(": ")
+        signed = sign_in_state(spec, "running" if record.ok else state, reason)
+        data.update(signed)
         if record.ok:
             detail = f"starts and lists {_count(len(record.tool_names), 'tool')}"
             if offered(offers):
                 detail += f", and {offered(offers)}"
         elif record.status == "disabled":
             status, detail = INFO, "disabled (enabled = false)"
+        elif signed["sign_in"] == "needs sign-in":
+            status, detail, fix = ERROR, "not served: it needs sign-in", f"sign in once: {signed['fix']}"
         else:
             status, detail = ERROR, f"not served: {record.status.removeprefix('failed: ')}"
             fix = (
                 f"fix [servers.{record.name}] in the config file, or set enabled = false (docs/upstreams.md)"
             )
+            if signed["sign_in"] == "refused":
+                fix = f"do what the sentence says, then sign in again: {signed['fix']}"
+        if record.ok and signed["sign_in"] == "signed in":
+            detail += f"; signed in (token expires {signed['expires_at'] or 'never'}; refreshed as needed)"
         subject = f"server '{record.name}' ({spec.transport})"
         findings.append(Finding("servers", status, subject, detail, fix, data))
         findings.extend(held_findings(spec))

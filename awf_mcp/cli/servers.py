@@ -1,5 +1,11 @@
-"""``awf-mcp servers list [--json]``, ``servers approve NAME [--yes]`` and
-``servers import claude|gemini|codex [--write]``.
+"""``awf-mcp servers list [--json]``, ``servers approve NAME [--yes]``, ``servers login NAME``,
+``servers logout NAME`` and ``servers import claude|gemini|codex [--write]``.
+
+``servers login NAME [--no-browser] [--timeout S]`` signs in to an ``auth = "oauth"`` server
+(:func:`awf_mcp.wire.oauth.sign_in`): the URL to open is printed on stdout, on a line of its
+own (and opened in the browser unless ``--no-browser``); exit 0 once signed in, 1 with one
+sentence on a denial, a timeout or a state mismatch. ``servers logout NAME`` forgets the
+tokens and revokes them where the server supports it (:func:`awf_mcp.wire.oauth.sign_out`).
 
 ``servers import`` is :func:`awf_mcp.ops.serverimport.import_servers`. ``servers list``
 shows the configured upstream MCP servers, their state and tools:
@@ -28,6 +34,12 @@ config file was not used because the user has not approved it (:mod:`awf_mcp.cor
 ``servers approve NAME`` starts that server as ``serve`` would, shows each held item and what
 changed, and on the user's yes (a terminal, or ``--yes``) pins them as they are now
 (:func:`awf_mcp.core.pins.approve`).
+
+Each row also has ``"sign_in"``, ``"expires_at"`` and ``"fix"`` (:func:`sign_in_state`), and an
+``auth = "oauth"`` server's public description its ``"auth"``: ``signed in`` (the access token's
+expiry, which awf-mcp refreshes), ``needs sign-in`` (then ``state`` is ``needs sign-in`` too and
+``fix`` the ``servers login`` command), ``refused`` (the token store was refused; ``reason`` says
+why) or ``null``.
 """
 
 from __future__ import annotations
@@ -35,6 +47,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -118,7 +131,7 @@ def _states(settings: Settings) -> list[dict[str, Any]]:
         finally:
             await runtime.close_providers([entry.provider for r in records for entry in r.providers])
 
-    return anyio.run(collect)
+    return [_with_sign_in(row, specs[row["name"]]) for row in anyio.run(collect)]
 
 
 @servers_app.command("list")
@@ -166,13 +179,21 @@ def servers_list(
 
     table = Table("server", "transport", "state", "tools", "held")
     for row in rows:
-        state = row["state"] + (f": {row['reason']}" if row["reason"] else "")
-        state += "".join(f"\n{sentence}" for sentence in row["left_out"])
+        if row["state"] == "needs sign-in":
+            lines = [f"needs sign-in: run {row['fix']}"]
+        else:
+            lines = [row["state"] + (f": {row['reason']}" if row["reason"] else "")]
+            if row["sign_in"] == "signed in":
+                lines.append(f"signed in (token expires {row['expires_at'] or 'never'}; refreshed as needed)")
+            elif row["fix"]:
+                lines.append(f"to sign in again: {row['fix']}")
+        lines += row["left_out"]
+        state = "\n".join(shown(line) for line in lines)  # each line inert, the breaks kept
         tools = ", ".join(row["tools"]) if row["tools"] else "-"
         if offered(row["offers"]):
             tools += f"\n+ {offered(row['offers'])}"
         held = ", ".join(hold["name"] for hold in row["held"]) if row["held"] else "-"
-        table.add_row(shown(row["name"]), row["transport"], shown(state), shown(tools), shown(held))
+        table.add_row(shown(row["name"]), row["transport"], state, shown(tools), shown(held))
     console = Console(highlight=False)
     console.print(table)
     for row in rows:
@@ -184,6 +205,124 @@ def servers_list(
             console.print(shown(f"  review and approve: {row['approve']}"))
     if failed:
         raise typer.Exit(1)
+
+
+def _configured(settings: Settings, name: str) -> ServerSpec:
+    """The configured server NAME, or a :class:`UserError` naming those there are."""
+    from awf_mcp.errors import UserError
+
+    spec = next((s for s in settings.servers if s.name == name), None)
+    if spec is None:
+        known = ", ".join(s.name for s in settings.servers) or "none"
+        raise UserError(f"no server '{name}' in the configuration (configured: {known})")
+    return spec
+
+
+def _signing_in(settings: Settings, name: str) -> ServerSpec:
+    """The configured server NAME if it signs in with OAuth, or a :class:`UserError` saying why not."""
+    from awf_mcp.errors import UserError
+
+    spec = _configured(settings, name)
+    if spec.auth != "oauth":
+        kind = "a stdio server" if not spec.url else 'a url server without auth = "oauth"'
+        raise UserError(f"server '{name}' is {kind}: there is nothing to sign in to")
+    if spec.problem:
+        raise UserError(f"server '{name}' cannot be reached: {spec.problem}")
+    return spec
+
+
+def sign_in_state(spec: ServerSpec, state: str, reason: str) -> dict[str, Any]:
+    """``sign_in``: ``needs sign-in`` (the server asked for a token awf-mcp does not hold),
+    ``refused`` (the token store was refused), ``signed in``, or ``null`` (no ``auth = "oauth"``,
+    or none stored and none asked for); ``expires_at`` (ISO 8601 UTC, or ``null``) and ``fix``
+    (the command, or ``null``)."""
+    from datetime import UTC, datetime
+
+    from awf_mcp.wire import oauth
+
+    if spec.auth != "oauth":
+        return {"sign_in": None, "expires_at": None, "fix": None}
+    stored = oauth.state(spec)
+    expires = (
+        datetime.fromtimestamp(stored.expires_at, UTC).isoformat(timespec="seconds")
+        if stored.expires_at is not None
+        else None
+    )
+    if oauth.needs_sign_in(spec.name) in reason:
+        return {"sign_in": "needs sign-in", "expires_at": None, "fix": oauth.login_command(spec.name)}
+    if stored.problem:
+        return {"sign_in": "refused", "expires_at": None, "fix": oauth.login_command(spec.name)}
+    if stored.signed_in:
+        return {"sign_in": "signed in", "expires_at": expires, "fix": None}
+    return {"sign_in": None, "expires_at": None, "fix": None}  # asked for no token, or not reached
+
+
+def _with_sign_in(row: dict[str, Any], spec: ServerSpec) -> dict[str, Any]:
+    """ROW with its sign-in (:func:`sign_in_state`); a server that needs sign-in is in that state."""
+    row.update(sign_in_state(spec, row["state"], row["reason"]))
+    if row["sign_in"] == "needs sign-in":
+        row["state"] = "needs sign-in"
+    return row
+
+
+@servers_app.command("login")
+@with_options("config")
+def servers_login(
+    name: Annotated[str, typer.Argument(help='The server (auth = "oauth") to sign in to.')],
+    no_browser: Annotated[
+        bool, typer.Option("--no-browser", help="Only print the URL to open; do not open a browser.")
+    ] = False,
+    timeout: Annotated[
+        float, typer.Option("--timeout", min=1, help="Seconds to wait for the browser's answer.")
+    ] = 300,
+    *,
+    options: ServeOptions,
+) -> None:
+    """Sign in to a server with OAuth in the browser; awf-mcp keeps and refreshes the tokens."""
+    import anyio
+
+    from awf_mcp.core import config
+    from awf_mcp.core.observability import configure_logging
+    from awf_mcp.errors import UserError
+    from awf_mcp.ops import tokenstore
+    from awf_mcp.wire import oauth
+
+    configure_logging("ERROR")
+    spec = _signing_in(config.load(options), name)
+
+    def show(url: str) -> None:
+        print(f"Open this URL to sign in to server '{name}':", file=sys.stderr)
+        print(url, flush=True)
+
+    try:
+        signed = anyio.run(
+            lambda: oauth.sign_in(spec, show=show, open_browser=not no_browser, timeout=timeout)
+        )
+    except oauth.SignInFailed as exc:
+        raise UserError(f"not signed in to server '{name}': {exc}") from None
+    if not signed:
+        print(f"server '{name}' asks for no sign-in: awf-mcp serves it without one")
+        return
+    print(f"signed in to server '{name}'; the tokens are kept in {tokenstore.location()}")
+
+
+@servers_app.command("logout")
+@with_options("config")
+def servers_logout(
+    name: Annotated[str, typer.Argument(help="The server whose sign-in to forget.")],
+    *,
+    options: ServeOptions,
+) -> None:
+    """Forget a server's tokens, and revoke them where the server supports it."""
+    import anyio
+
+    from awf_mcp.core import config
+    from awf_mcp.core.observability import configure_logging
+    from awf_mcp.wire import oauth
+
+    configure_logging("ERROR")
+    spec = _signing_in(config.load(options), name)
+    print(anyio.run(oauth.sign_out, spec))
 
 
 @servers_app.command("approve")
@@ -210,10 +349,7 @@ def servers_approve(
 
     configure_logging("ERROR")
     settings = config.load(options)
-    spec = next((s for s in settings.servers if s.name == name), None)
-    if spec is None:
-        known = ", ".join(s.name for s in settings.servers) or "none"
-        raise UserError(f"no server '{name}' in the configuration (configured: {known})")
+    spec = _configured(settings, name)
     if not spec.pin:
         print(f"server '{name}' is not pinned (pin = false): its tools are served as it lists them")
         return
@@ -290,6 +426,18 @@ def servers_import(
     # A file that was the project's and unapproved stays so: appending to it approves nothing.
     before = trust.read_bounded(target) if target.is_file() else None
     trusted_before = before is None or trust.verdict(target, before, named=True, cwd=Path.cwd()).trusted
+
+    def signed_in(name: str, table: Mapping[str, Any]) -> bool:
+        from awf_mcp.core.servers import parse_one
+        from awf_mcp.errors import ConfigError
+        from awf_mcp.wire import oauth
+
+        try:
+            state = oauth.state(parse_one(name, dict(table), f"[servers.{name}]"))
+        except ConfigError:
+            return False
+        return state.signed_in or state.asked_for_none
+
     text = import_servers(
         client,
         write=write,
@@ -297,6 +445,7 @@ def servers_import(
         config=Path(config) if config else None,
         check=parse_settings,
         tools=served,
+        signed_in=signed_in,
     )
     print(text)
     if write and target.is_file() and trust.read_bounded(target) != before:

@@ -7,9 +7,16 @@ object of the AWF proxy JSON (the shape Claude Code and Gemini CLI write, so an 
 configuration can be pasted in), into :class:`ServerSpec` objects sorted by name.
 
 * A server has either ``command`` (stdio; ``args``, ``env``, ``cwd``) or ``url``
-  (Streamable HTTP; ``headers``). Gemini's ``httpUrl`` is read as ``url``; the agents'
-  ``type``/``transport`` markers (``stdio``, ``http``, ``streamable-http``) are
-  accepted, ``sse`` is refused with a sentence saying so.
+  (Streamable HTTP, or the older HTTP+SSE transport with ``type = "sse"``; ``headers``).
+  The agents' ``type``/``transport`` markers (``stdio``, ``http``, ``streamable-http``,
+  ``sse``) are accepted. Gemini's ``httpUrl`` is read as a Streamable HTTP ``url``. An
+  untyped ``url`` is Streamable HTTP, as Claude Code reads it; Gemini CLI's own ``url``
+  (SSE) is imported as ``type = "sse"`` by :mod:`awf_mcp.ops.serverimport`.
+* ``auth = "oauth"`` (a ``url`` server only) signs in with OAuth: ``awf-mcp servers login
+  NAME`` once, then the stored tokens are used and refreshed (see
+  :mod:`awf_mcp.wire.oauth`); ``client_id`` names a client registered beforehand with the
+  server's authorization server, ``client_metadata_url`` an HTTPS client ID metadata
+  document (used where the authorization server accepts them). Neither is a secret.
 * ``timeout_seconds`` (per call; default the server-wide call timeout),
   ``startup_timeout_seconds`` (default :data:`DEFAULT_STARTUP_TIMEOUT_SECONDS`),
   ``enabled`` (default true) and ``pin`` (default true: its tools are served only as
@@ -56,6 +63,9 @@ _KEYS = {
     "startup_timeout_seconds",
     "enabled",
     "pin",
+    "auth",
+    "client_id",
+    "client_metadata_url",
 }
 # Keys the agents write that awf-mcp reads under another name, or reads and ignores.
 _AGENT_KEYS = {"type", "transport", "httpUrl", "timeout", "trust", "description", "disabled"}
@@ -81,6 +91,12 @@ class ServerSpec:
     enabled: bool = True
     pin: bool = True
     """Whether its tools are pinned (:mod:`awf_mcp.core.pins`); ``pin = false`` serves them as listed."""
+    sse: bool = False
+    """A ``url`` server on the HTTP+SSE transport (``type = "sse"``) rather than Streamable HTTP."""
+    auth: str = ""
+    """``oauth`` for a ``url`` server that signs in with OAuth; empty otherwise."""
+    client_id: str = ""
+    client_metadata_url: str = ""
     written_args: tuple[str, ...] = ()
     written_url: str = ""
     secrets: frozenset[str] = frozenset()
@@ -88,8 +104,10 @@ class ServerSpec:
 
     @property
     def transport(self) -> str:
-        """``stdio`` or ``http``."""
-        return "http" if self.url else "stdio"
+        """``stdio``, ``http`` (Streamable HTTP) or ``sse``."""
+        if not self.url:
+            return "stdio"
+        return "sse" if self.sse else "http"
 
     @property
     def source(self) -> str:
@@ -113,6 +131,8 @@ class ServerSpec:
         if self.url:
             shown["url"] = self.written_url
             shown["headers"] = sorted(self.headers)
+            if self.auth:
+                shown["auth"] = self.auth
         else:
             shown["command"] = self.redact(self.command)
             shown["args"] = list(self.written_args)
@@ -178,19 +198,27 @@ def parse_one(name: str, table: Any, where: str, environ: Mapping[str, str] | No
         allowed = ", ".join(sorted(_KEYS))
         raise ConfigError(f"unknown key {unknown[0]!r} in {where}; allowed keys: {allowed}")
     kind = table.get("type", table.get("transport"))
-    if kind == "sse":
-        raise ConfigError(
-            f"{where} uses the SSE transport, which awf-mcp does not relay; "
-            "use the server's Streamable HTTP endpoint (url) or its stdio command"
-        )
     url = table.get("url", table.get("httpUrl", ""))
     command = table.get("command", "")
     if not isinstance(url, str) or not isinstance(command, str):
         raise ConfigError(f"command and url in {where} must be strings")
     if bool(url) == bool(command):
         raise ConfigError(f"{where} needs exactly one of command (a stdio server) or url (an HTTP server)")
-    if kind is not None and kind != "stdio" and kind not in _HTTP_TYPES:
-        raise ConfigError(f"{where} has type {kind!r}; use stdio or http")
+    if kind is not None and kind not in ("stdio", "sse") and kind not in _HTTP_TYPES:
+        raise ConfigError(f"{where} has type {kind!r}; use stdio, http or sse")
+    if kind == "sse" and not url:
+        raise ConfigError(f"{where} has type 'sse' but no url")
+    auth, client_id, client_metadata_url = (
+        table.get(key, "") for key in ("auth", "client_id", "client_metadata_url")
+    )
+    if auth not in ("", "oauth"):
+        raise ConfigError(f'auth in {where} must be "oauth" (or left out)')
+    if not all(isinstance(value, str) for value in (client_id, client_metadata_url)):
+        raise ConfigError(f"client_id and client_metadata_url in {where} must be strings")
+    if (auth or client_id or client_metadata_url) and not url:
+        raise ConfigError(f"auth, client_id and client_metadata_url in {where} apply to a url server only")
+    if (client_id or client_metadata_url) and not auth:
+        raise ConfigError(f'client_id and client_metadata_url in {where} need auth = "oauth"')
 
     secrets: set[str] = set()
     missing: list[str] = []
@@ -231,6 +259,10 @@ def parse_one(name: str, table: Any, where: str, environ: Mapping[str, str] | No
         ),
         enabled=enabled,
         pin=pin,
+        sse=kind == "sse",
+        auth=auth,
+        client_id=client_id,
+        client_metadata_url=client_metadata_url,
         written_args=written_args,
         written_url=url,
         secrets=frozenset(s for s in secrets if len(s) >= 3),

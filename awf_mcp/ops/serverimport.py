@@ -9,8 +9,16 @@ Contract
   and the timeouts and ``enabled`` flag where the agent has them (Gemini's ``timeout`` in
   ms, Codex's ``startup_timeout_sec``/``tool_timeout_sec``/``bearer_token_env_var``/
   ``http_headers``). Values are copied as written: ``${VAR}`` stays unexpanded. awf's own
-  entry (named ``awf``, or running ``awf-mcp ... serve``) is skipped, and so is an SSE
-  server (awf-mcp relays stdio and Streamable HTTP only), with a note.
+  entry (named ``awf``, or running ``awf-mcp ... serve``) is skipped.
+* An SSE server (Claude Code's ``"type": "sse"``, Gemini CLI's ``url`` as opposed to its
+  ``httpUrl``) gets ``type = "sse"``. A remote server with no ``Authorization`` header of its
+  own (nor Codex's ``bearer_token_env_var``), unless Gemini's ``oauth.enabled`` is false, gets
+  ``auth = "oauth"`` (Gemini's ``oauth.clientId`` as ``client_id``): it signs in when the
+  server asks for it, and the import notes ``awf-mcp servers login NAME`` for each one.
+* With ``write``, the agent's file loses a server only once awf-mcp can serve it: an
+  ``auth = "oauth"`` server that awf-mcp holds no sign-in for (``signed_in``) is appended to
+  ``awf-mcp.toml`` but stays in the agent's file, with a note; the same import run again
+  after ``servers login`` removes it from the agent's file.
 * Names that awf-mcp cannot use (``_``, ``.``, over 32 characters) become a valid name,
   with a note.
 * Each table is checked before it is offered: it must be writable as TOML, read back
@@ -71,12 +79,11 @@ def _valid_name(name: str, taken: set[str]) -> str:
 
 
 def _convert(client: str, server: ServerEntry) -> tuple[dict[str, Any] | None, str]:
-    """An agent's entry as an awf-mcp table, or ``None`` and why it is skipped."""
+    """An agent's entry as an awf-mcp table and a note for the user, or ``None`` and why it is skipped."""
     entry = server.table
     table: dict[str, Any] = {}
+    note = ""
     kind = entry.get("type", entry.get("transport"))
-    if kind == "sse" or (client == "gemini" and entry.get("url") and not entry.get("httpUrl")):
-        return None, "it uses the SSE transport, which awf-mcp does not relay"
     if entry.get("command"):
         table["command"] = entry["command"]
         if entry.get("args"):
@@ -86,12 +93,23 @@ def _convert(client: str, server: ServerEntry) -> tuple[dict[str, Any] | None, s
         if entry.get("cwd"):
             table["cwd"] = entry["cwd"]
     elif server.url:
+        # Gemini CLI's `url` (beside no `httpUrl`) is its SSE transport.
+        if kind == "sse" or (client == "gemini" and entry.get("url") and not entry.get("httpUrl")):
+            table["type"] = "sse"
         table["url"] = server.url
         headers = dict(entry.get("headers") or entry.get("http_headers") or {})
         if entry.get("bearer_token_env_var"):
             headers["Authorization"] = f"Bearer ${{{entry['bearer_token_env_var']}}}"
         if headers:
             table["headers"] = headers
+        found = entry.get("oauth")
+        oauth: dict[str, Any] = found if isinstance(found, dict) else {}
+        if oauth.get("enabled", True) is not False and not any(k.lower() == "authorization" for k in headers):
+            # No credentials of its own: it signs in with OAuth if the server asks for it.
+            table["auth"] = "oauth"
+            if isinstance(oauth.get("clientId"), str) and oauth["clientId"]:
+                table["client_id"] = oauth["clientId"]
+            note = "sign-in"
     else:
         return None, "it has neither a command nor a URL"
     if client == "gemini" and isinstance(entry.get("timeout"), int | float):
@@ -104,7 +122,7 @@ def _convert(client: str, server: ServerEntry) -> tuple[dict[str, Any] | None, s
             table[ours] = entry[theirs]
     if server.disabled:
         table["enabled"] = False
-    return table, ""
+    return table, note
 
 
 def _check_client(client: str) -> None:
@@ -136,9 +154,17 @@ def agent_servers(
         ours = name if _NAME.match(name) and name not in imported else _valid_name(name, set(imported))
         if ours != name:
             notes.append(f"'{name}' becomes '{ours}' (server names are letters, digits and '-')")
+        if why == "sign-in":
+            notes.append(
+                f"'{ours}' signs in with OAuth when the server asks for it (auth = \"oauth\"): "
+                f"run awf-mcp servers login {ours} once"
+            )
         imported[ours] = (name, table)
     return path, imported, notes
 
+
+SignedIn = Callable[[str, Mapping[str, Any]], bool]
+"""Whether awf-mcp can serve the ``auth = "oauth"`` server NAME with TABLE now (signed in)."""
 
 SettingsCheck = Callable[[Mapping[str, Any], Path], object]
 """Raises :class:`UserError` when parsed config content (for the file at PATH) would not load."""
@@ -229,6 +255,7 @@ def import_servers(
     env: Mapping[str, str] | None = None,
     check: SettingsCheck | None = None,
     tools: Callable[[], Sequence[tuple[str, bool]]] | None = None,
+    signed_in: SignedIn | None = None,
 ) -> str:
     """What ``awf-mcp servers import CLIENT [--write]`` prints; see the module docstring.
 
@@ -236,7 +263,9 @@ def import_servers(
     file). CHECK: what ``serve`` applies to that file's content. TOOLS: returns ``(name,
     read_only)`` of every tool awf-mcp serves here, for the trust hint printed with the
     awf entry (as :func:`awf_mcp.ops.clientconfig.configure` takes them); called only
-    with ``write``, once the new ``awf-mcp.toml`` has passed CHECK.
+    with ``write``, once the new ``awf-mcp.toml`` has passed CHECK. SIGNED_IN: whether awf-mcp
+    holds a sign-in for the ``auth = "oauth"`` server NAME with TABLE (or knows it needs none);
+    without it, every such server stays in the agent's file.
     """
     cwd, home, env = clientconfig.locate(cwd, home, env)
     target = config or cwd / "awf-mcp.toml"
@@ -257,14 +286,34 @@ def import_servers(
         existing = {**parsed.get("mcpServers", {}), **parsed.get("servers", {})}
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{target} is not valid TOML ({exc}); not touching it: fix it and rerun") from None
+
+    def servable(name: str, table: Any) -> bool:
+        """Whether awf-mcp can serve NAME now: it needs no sign-in, or holds one."""
+        if not isinstance(table, Mapping) or table.get("auth") != "oauth":
+            return True
+        return signed_in is not None and signed_in(name, table)
+
+    # Servers an earlier import left in the agent's file until they were signed in.
+    moved: list[str] = []
     for name in [n for n in servers if n in existing]:
-        notes.append(f"'{name}' is already in {target}; kept as it is there")
+        there = existing[name]
+        if isinstance(there, Mapping) and there.get("auth") == "oauth" and servable(name, there):
+            notes.append(f"'{name}' is already in {target} and awf-mcp can serve it: it leaves {source}")
+            moved.append(servers[name][0])
+        else:
+            notes.append(f"'{name}' is already in {target}; kept as it is there")
         del servers[name]
     for name, (agent_name, table) in list(servers.items()):
         refusal = _refusal(name, table, target, check)
         if refusal:
             notes.append(f"skipped '{agent_name}': {refusal}")
             del servers[name]
+    waiting = [name for name, (_, table) in servers.items() if not servable(name, table)]
+    for name in waiting:
+        notes.append(
+            f"'{servers[name][0]}' stays in {source} until awf-mcp can serve it: "
+            f"run awf-mcp servers login {name}, then this import again"
+        )
     tables = toml_tables(servers)
     out = [f"# from {source}", tables or "# (no servers to import)"] + [f"# note: {n}" for n in notes]
     if not write:
@@ -273,11 +322,12 @@ def import_servers(
                 f"# --write appends these to {target} and replaces them in {source} with the awf entry"
             )
         return "\n".join(out)
-    if not servers:
+    if not servers and not moved:
         return "\n".join([*out, "nothing imported"])
-    imported = [agent for agent, _ in servers.values()]
+    imported = [agent for name, (agent, _) in servers.items() if name not in waiting] + moved
     appended = _appended(tables, check)
-    appended(existing_text or None, target)  # refused here, before TOOLS starts anything
+    if servers:
+        appended(existing_text or None, target)  # refused here, before TOOLS starts anything
     agent_format = clientconfig.PROFILES[client].format
     entry: dict[str, Any] = {
         "command": [*clientconfig.server_command(), "serve", "--config", str(target.resolve())],
@@ -288,15 +338,16 @@ def import_servers(
         "home": home,
         "env": env,
     }
-    report = apply_edits(
-        [
-            Edit(target, "toml", appended, target_project),
-            Edit(source, agent_format, _without(client, imported), agent_project),
-            *clientconfig.plan_write(client, **entry),
-        ]
-    )
-    out.append(f"added {len(servers)} server(s) to {target}")
-    out.append(f"removed {', '.join(imported)} from {source} and added the awf entry")
+    edits = [Edit(target, "toml", appended, target_project)] if servers else []
+    if imported:
+        edits.append(Edit(source, agent_format, _without(client, imported), agent_project))
+    report = apply_edits([*edits, *clientconfig.plan_write(client, **entry)])
+    if servers:
+        out.append(f"added {len(servers)} server(s) to {target}")
+    if imported:
+        out.append(f"removed {', '.join(imported)} from {source} and added the awf entry")
+    else:
+        out.append(f"added the awf entry to {source}")
     out.append(clientconfig.render(client, **entry))
     out.append(report.summary())
     return "\n".join(out)

@@ -32,11 +32,16 @@ stdio
 
 HTTP
 ----
-The SDK's Streamable HTTP client with the spec's ``headers`` on every request. The SDK ends the
+The SDK's Streamable HTTP client, or its HTTP+SSE client for a ``type = "sse"`` server, with
+the spec's ``headers`` on every request and, for an ``auth = "oauth"`` server, the SDK's OAuth
+provider over the stored tokens (:mod:`awf_mcp.wire.oauth`). The SDK ends the
 connection on a request that fails without saying why; awf-mcp's HTTP client records the cause
 as the connection's reason (:func:`describe_http_failure`): ``connection refused``, ``name not
 resolved``, ``TLS: <what failed>``, ``no answer within N s``, and for an answer of status 400 or
-more to a POST, ``HTTP <status> at <url>``.
+more to a POST (or, on SSE, to the GET that opens the stream), ``HTTP <status> at <url>``; a
+server that needs sign-in, ``server 'NAME' needs sign-in: run awf-mcp servers login NAME``. An
+answer to a request beside the MCP endpoint (OAuth metadata, registration, tokens) over
+:data:`SIDE_RESPONSE_BYTES` fails that request: ``the answer from <url> passed N bytes``.
 
 Secrets
 -------
@@ -137,6 +142,9 @@ STDERR_TAIL_LINES = 5
 MAX_LISTED_TOOLS = 10_000
 """More tools than this from one server (a listing that never ends, say) fail the listing."""
 MAX_LIST_PAGES = 1_000
+SIDE_RESPONSE_BYTES = 1 << 20
+"""An HTTP upstream's answer to a request beside its MCP endpoint (OAuth metadata, client
+registration, tokens; SSE message posts) is read at most this far, then the request fails."""
 
 
 class Transcript:
@@ -768,15 +776,25 @@ def describe_http_failure(exc: BaseException, url: str) -> str:
             return f"connection refused at {place} (nothing listens there)"
         if isinstance(cause, httpx2.TimeoutException):
             return f"no answer from {host} in time ({type(cause).__name__})"
+        if getattr(cause, "too_large", False):
+            return str(cause)
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _reporting_http_client(spec: ServerSpec, transcript: Transcript) -> Any:
+def _reporting_http_client(spec: ServerSpec, transcript: Transcript, auth: Any = None) -> Any:
     """The SDK's HTTP client, as :func:`mcp.shared._httpx_utils.create_mcp_http_client` makes it, that
-    also records why a request failed as ``transcript.fault`` (see "HTTP" in the module docstring)."""
+    also records why a request failed as ``transcript.fault`` (see "HTTP" in the module docstring).
+
+    AUTH: the SDK's OAuth provider of an ``auth = "oauth"`` server, or ``None``."""
     import httpx2
     from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
+
+    from awf_mcp.wire import oauth
+
+    # The SSE transport's GET is the connection itself; Streamable HTTP's optional GET stream
+    # may be refused by a server that has none.
+    reported = {"POST", "GET"} if spec.sse else {"POST"}
 
     class ReportingClient(httpx2.AsyncClient):
         async def send(self, request: httpx2.Request, **options: Any) -> httpx2.Response:
@@ -786,22 +804,95 @@ def _reporting_http_client(spec: ServerSpec, transcript: Transcript) -> Any:
                 transcript.fault = describe_http_failure(exc, str(request.url))
                 log.debug("[%s] %s", spec.name, spec.redact(transcript.fault))
                 raise
-            if response.status_code >= 400 and request.method == "POST":
+            except Exception as exc:
+                sentence = oauth.describe_failure(spec, exc)
+                if sentence:
+                    transcript.fault = sentence
+                raise
+            if response.status_code >= 400 and request.method in reported:
                 phrase = f" {response.reason_phrase}" if response.reason_phrase else ""
                 shown = f"{request.url.scheme}://{request.url.netloc.decode()}{request.url.path}"  # no query
                 transcript.fault = f"HTTP {response.status_code}{phrase} at {shown}"
             return response
 
+    endpoint = httpx2.URL(spec.url)
+    endpoint_key = (endpoint.scheme, endpoint.host, endpoint.port, endpoint.path)
+
+    class BoundedStream(httpx2.AsyncByteStream):
+        def __init__(self, inner: Any, request: httpx2.Request) -> None:
+            self.inner, self.request = inner, request
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            read = 0
+            async for chunk in self.inner:
+                read += len(chunk)
+                if read > SIDE_RESPONSE_BYTES:
+                    url = self.request.url
+                    shown = f"{url.scheme}://{url.netloc.decode()}{url.path}"
+                    error = httpx2.TransportError(
+                        f"the answer from {shown} passed {SIDE_RESPONSE_BYTES:,} bytes", request=self.request
+                    )
+                    error.too_large = True  # type: ignore[attr-defined]
+                    raise error
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    class BoundedTransport(httpx2.AsyncBaseTransport):
+        """Answers to requests beside the MCP endpoint (OAuth metadata, registration, tokens,
+        SSE message posts) are read at most :data:`SIDE_RESPONSE_BYTES`."""
+
+        def __init__(self) -> None:
+            self.inner = httpx2.AsyncHTTPTransport()
+
+        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+            response = await self.inner.handle_async_request(request)
+            if (request.url.scheme, request.url.host, request.url.port, request.url.path) != endpoint_key:
+                response.stream = BoundedStream(response.stream, request)
+            return response
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
     timeout = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT)
-    return ReportingClient(headers=dict(spec.headers), timeout=timeout)
+    return ReportingClient(
+        headers=dict(spec.headers), timeout=timeout, auth=auth, transport=BoundedTransport()
+    )
 
 
 @contextlib.asynccontextmanager
-async def _http_streams(spec: ServerSpec, transcript: Transcript, closed: anyio.Event) -> AsyncIterator[Any]:
+async def _http_streams(
+    spec: ServerSpec, transcript: Transcript, closed: anyio.Event, auth: Any = None
+) -> AsyncIterator[Any]:
+    """Streamable HTTP, or HTTP+SSE for an ``sse`` server, on the SDK's clients."""
+    from mcp.client.sse import sse_client
     from mcp.client.streamable_http import streamable_http_client
 
+    from awf_mcp.wire import oauth
+
+    if auth is None and spec.auth:
+        auth = oauth.serving_auth(spec)
+    if spec.sse:
+
+        def factory(headers: Any = None, timeout: Any = None, auth: Any = None) -> Any:
+            return _reporting_http_client(spec, transcript, auth)
+
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                reads, writes = await stack.enter_async_context(
+                    sse_client(spec.url, httpx_client_factory=factory, auth=auth)
+                )
+            except Exception as exc:  # the stream was refused: say why as for any HTTP request
+                reason = transcript.fault or describe_http_failure(exc, spec.url)
+                raise UpstreamFailure(spec.redact(reason)) from None
+            try:
+                yield reads, writes
+            finally:
+                closed.set()
+        return
     async with (
-        _reporting_http_client(spec, transcript) as http,
+        _reporting_http_client(spec, transcript, auth) as http,
         streamable_http_client(spec.url, http_client=http) as (reads, writes),
     ):
         try:
@@ -835,16 +926,20 @@ async def _on_message(transcript: Transcript, connection: list[UpstreamConnectio
 
 
 @contextlib.asynccontextmanager
-async def connect(spec: ServerSpec, cwd: str) -> AsyncIterator[UpstreamConnection]:
+async def connect(spec: ServerSpec, cwd: str, auth: Any = None) -> AsyncIterator[UpstreamConnection]:
     """Open ``spec`` (in ``cwd`` for a stdio server) and yield the connection, before its handshake.
 
-    Raises :class:`~awf_mcp.core.upstream.UpstreamFailure` with a redacted sentence when the
-    server cannot be started.
+    AUTH: the SDK's OAuth provider to use (``servers login`` passes its own); by default an
+    ``auth = "oauth"`` server gets :func:`awf_mcp.wire.oauth.serving_auth`, which never asks a
+    person. Raises :class:`~awf_mcp.core.upstream.UpstreamFailure` with a redacted sentence when
+    the server cannot be started (or needs sign-in).
     """
     transcript = Transcript(spec)
     closed = anyio.Event()
     streams = (
-        _http_streams(spec, transcript, closed) if spec.url else _stdio_streams(spec, cwd, transcript, closed)
+        _http_streams(spec, transcript, closed, auth)
+        if spec.url
+        else _stdio_streams(spec, cwd, transcript, closed)
     )
     opened: list[UpstreamConnection] = []
 

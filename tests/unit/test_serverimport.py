@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,17 +45,17 @@ model = "y"
 """
 
 
-def run(tmp_path: Path, client: str, write: bool) -> str:
+def run(tmp_path: Path, client: str, write: bool, signed_in: Any = lambda name, table: True) -> str:
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
-    return import_servers(client, write=write, cwd=tmp_path, home=home, env={})
+    return import_servers(client, write=write, cwd=tmp_path, home=home, env={}, signed_in=signed_in)
 
 
 def test_without_write_nothing_changes_and_the_tables_are_printed(tmp_path: Path) -> None:
     (tmp_path / ".mcp.json").write_text(json.dumps(CLAUDE))
     out = run(tmp_path, "claude", write=False)
     assert "[servers.git-tools]" in out and "[servers.docs]" in out and "[servers.awf]" not in out
-    assert "'git_tools' becomes 'git-tools'" in out and "skipped 'old': it uses the SSE transport" in out
+    assert "'git_tools' becomes 'git-tools'" in out and "[servers.old]" in out and "skipped" not in out
     assert not (tmp_path / "awf-mcp.toml").exists()
     assert json.loads((tmp_path / ".mcp.json").read_text()) == CLAUDE
 
@@ -65,8 +66,9 @@ def test_claude_write_moves_the_servers_and_keeps_a_backup(tmp_path: Path) -> No
     data = tomllib.loads((tmp_path / "awf-mcp.toml").read_text())
     specs = {s.name: s for s in parse(data, "awf-mcp.toml", {"GH": "g", "D": "d"})}
     assert specs["git-tools"].env == {"T": "g"} and specs["docs"].headers == {"Authorization": "Bearer d"}
+    assert specs["old"].transport == "sse" and specs["old"].url == "https://x.invalid/sse"
     agent = json.loads((tmp_path / ".mcp.json").read_text())
-    assert set(agent["mcpServers"]) == {"old", "awf"} and agent["keep"] == 1
+    assert set(agent["mcpServers"]) == {"awf"} and agent["keep"] == 1
     assert "serve" in agent["mcpServers"]["awf"]["args"]
     assert json.loads((tmp_path / ".mcp.json.bak").read_text()) == CLAUDE
 
@@ -239,3 +241,83 @@ def test_the_trust_hint_names_the_read_only_tools_it_is_given(tmp_path: Path) ->
     tools = [("Read", True), ("LS", True), ("Bash", False), ("time_now", True)]
     out = run_checked(tmp_path, "claude", write=True, tools=lambda: tools)
     assert "for LS, Read, time_now" in out
+
+
+def imported_specs(tmp_path: Path, client: str) -> tuple[dict[str, Any], str]:
+    out = run(tmp_path, client, write=True)
+    data = tomllib.loads((tmp_path / "awf-mcp.toml").read_text())
+    parse_settings(data, tmp_path / "awf-mcp.toml")  # what serve applies: it loads
+    return {s.name: s for s in parse(data, "awf-mcp.toml", {"T": "t"})}, out
+
+
+def test_claudes_remote_entries_round_trip_with_their_transport_and_sign_in(tmp_path: Path) -> None:
+    agent = {
+        "mcpServers": {
+            "linear": {"type": "http", "url": "https://mcp.linear.invalid/mcp"},
+            "legacy": {"type": "sse", "url": "https://legacy.invalid/sse"},
+            "keyed": {
+                "type": "http",
+                "url": "https://k.invalid/mcp",
+                "headers": {"Authorization": "Bearer ${T}"},
+            },
+        }
+    }
+    (tmp_path / ".mcp.json").write_text(json.dumps(agent))
+    specs, out = imported_specs(tmp_path, "claude")
+    assert (specs["linear"].transport, specs["linear"].auth) == ("http", "oauth")
+    assert (specs["legacy"].transport, specs["legacy"].auth) == ("sse", "oauth")
+    assert (specs["keyed"].auth, dict(specs["keyed"].headers)) == ("", {"Authorization": "Bearer t"})
+    assert "run awf-mcp servers login linear once" in out and "run awf-mcp servers login legacy once" in out
+    assert "servers login keyed" not in out
+    assert set(json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]) == {"awf"}
+
+
+def test_geminis_url_is_sse_its_http_url_is_not_and_its_oauth_settings_are_kept(tmp_path: Path) -> None:
+    (tmp_path / ".gemini").mkdir()
+    agent = {
+        "mcpServers": {
+            "old": {"url": "https://old.invalid/sse"},
+            "new": {"httpUrl": "https://new.invalid/mcp", "oauth": {"enabled": True, "clientId": "cid-1"}},
+            "open": {"httpUrl": "https://open.invalid/mcp", "oauth": {"enabled": False}},
+        }
+    }
+    (tmp_path / ".gemini" / "settings.json").write_text(json.dumps(agent))
+    specs, out = imported_specs(tmp_path, "gemini")
+    assert (specs["old"].transport, specs["old"].url) == ("sse", "https://old.invalid/sse")
+    assert (specs["new"].transport, specs["new"].auth, specs["new"].client_id) == ("http", "oauth", "cid-1")
+    assert specs["open"].auth == ""
+    assert "servers login new once" in out and "servers login open" not in out
+
+
+def test_codexs_url_and_bearer_token_variable_round_trip(tmp_path: Path) -> None:
+    (tmp_path / ".codex").mkdir()
+    (tmp_path / ".codex" / "config.toml").write_text(
+        '[mcp_servers.keyed]\nurl = "https://k.invalid/mcp"\nbearer_token_env_var = "T"\n\n'
+        '[mcp_servers.signin]\nurl = "https://s.invalid/mcp"\n'
+    )
+    specs, out = imported_specs(tmp_path, "codex")
+    assert dict(specs["keyed"].headers) == {"Authorization": "Bearer t"} and specs["keyed"].auth == ""
+    assert specs["signin"].auth == "oauth" and "servers login signin once" in out
+
+
+def test_a_server_that_needs_sign_in_leaves_the_agents_file_only_once_signed_in(tmp_path: Path) -> None:
+    agent = {
+        "mcpServers": {
+            "linear": {"type": "http", "url": "https://mcp.linear.invalid/mcp"},
+            "time": {"command": "uvx", "args": ["mcp-server-time"]},
+        }
+    }
+    (tmp_path / ".mcp.json").write_text(json.dumps(agent))
+    signed: set[str] = set()
+    out = run(tmp_path, "claude", write=True, signed_in=lambda name, table: name in signed)
+    assert "'linear' stays in" in out and "run awf-mcp servers login linear, then this import again" in out
+    assert set(json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]) == {"linear", "awf"}
+    assert tomllib.loads((tmp_path / "awf-mcp.toml").read_text())["servers"]["linear"]["auth"] == "oauth"
+    again = run(tmp_path, "claude", write=True, signed_in=lambda name, table: name in signed)
+    assert "nothing imported" in again
+    assert set(json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]) == {"linear", "awf"}
+    signed.add("linear")  # awf-mcp servers login linear
+    moved = run(tmp_path, "claude", write=True, signed_in=lambda name, table: name in signed)
+    assert "'linear' is already in" in moved and "awf-mcp can serve it: it leaves" in moved
+    assert set(json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]) == {"awf"}
+    assert list(tomllib.loads((tmp_path / "awf-mcp.toml").read_text())["servers"]) == ["linear", "time"]

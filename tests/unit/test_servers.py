@@ -106,7 +106,11 @@ def test_an_unset_variable_fails_that_server_alone_with_its_name() -> None:
         ("git", {"command": "a", "url": "http://x"}, "needs exactly one of command"),
         ("git", {}, "needs exactly one of command"),
         ("git", {"command": "a", "colour": "red"}, "unknown key 'colour' in w"),
-        ("git", {"url": "http://x", "type": "sse"}, "uses the SSE transport"),
+        ("git", {"command": "a", "type": "sse"}, "has type 'sse' but no url"),
+        ("git", {"url": "http://x", "type": "websocket"}, "use stdio, http or sse"),
+        ("git", {"url": "http://x", "auth": "basic"}, 'auth in w must be "oauth"'),
+        ("git", {"command": "a", "auth": "oauth"}, "apply to a url server only"),
+        ("git", {"url": "http://x", "client_id": "c"}, 'need auth = "oauth"'),
         ("git", {"command": "a", "args": "one"}, "args in w must be a list of strings"),
         ("git", {"command": "a", "env": {"A": 1}}, "env in w must map names to strings"),
         ("git", {"command": "a", "timeout_seconds": 0}, "timeout_seconds in w must be a positive number"),
@@ -132,3 +136,17 @@ def test_builtins_off_with_only_servers_is_not_an_empty_proxy(tmp_path: Path) ->
         json.dumps({"intercept_builtins": False, "mcpServers": {"t": {"command": "uvx"}}}),
     )
     assert load(ServeOptions(config=str(tmp_path / "p.json")), cwd=str(tmp_path)).servers[0].name == "t"
+
+
+def test_sse_and_oauth_servers_are_read_with_their_transport_and_sign_in() -> None:
+    specs = parse(
+        {
+            "servers": {"old": {"type": "sse", "url": "http://x/sse"}},
+            "mcpServers": {"gh": {"type": "http", "url": "http://y/mcp", "auth": "oauth", "client_id": "c1"}},
+        },
+        "w",
+        {},
+    )
+    old, gh = sorted(specs, key=lambda spec: spec.name, reverse=True)
+    assert (old.transport, old.auth) == ("sse", "") and old.public()["transport"] == "sse"
+    assert (gh.transport, gh.auth, gh.client_id) == ("http", "oauth", "c1") and gh.public()["auth"] == "oauth"

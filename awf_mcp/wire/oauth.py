@@ -1,0 +1,514 @@
+"""OAuth sign-in for ``auth = "oauth"`` upstreams, on the SDK's own client (``mcp.client.auth``).
+
+Contract
+--------
+Everything OAuth is the SDK's :class:`~mcp.client.auth.OAuthClientProvider`: protected-resource
+metadata, then authorization-server metadata (its issuer checked), a client ID metadata document
+where the server accepts one (``client_metadata_url``) or else dynamic client registration (or
+the ``client_id`` registered beforehand), PKCE, the resource indicator, the scopes the server
+asks for, the state check, the token exchange and the refresh. This module gives it:
+
+* :class:`StoredTokens`, its ``TokenStorage``, over :mod:`awf_mcp.ops.tokenstore` (the OS
+  keyring, else a ``0600`` file in the user's state directory; never a config file). The
+  absolute expiry is kept beside the tokens so that a later process knows an access token
+  has expired and refreshes it rather than sending it (:class:`_Provider`), a little before
+  the end of its life (:class:`_Context`). When a refresh is
+  refused because another awf-mcp process used the same (rotating) refresh token first, the
+  tokens that process stored are taken (looked for during about two seconds): two processes
+  refreshing at once keep the sign-in, and a refused refresh never erases what is stored.
+* :func:`sign_in` (``awf-mcp servers login NAME``): a loopback listener on ``127.0.0.1`` and an
+  ephemeral port receives the redirect (the only redirect URI registered); the authorization
+  URL goes to ``show`` and, unless told not to, to the browser (:mod:`webbrowser`). It waits
+  at most ``timeout`` seconds for the redirect; a denial, a timeout or a state mismatch raises
+  :class:`SignInFailed` with one sentence, and nothing is stored but the registered client.
+  Signed in means the MCP handshake with the new token succeeded; a server that lets the
+  handshake through without asking for a token is recorded as asking for none.
+* :func:`serving_auth` (``serve``, ``servers list``, ``doctor``): the provider over the stored
+  tokens, refreshed by the SDK when they expire. It never asks a person: where the SDK would
+  send the user to the authorization page, the connection fails with
+  ``server 'NAME' needs sign-in: run awf-mcp servers login NAME`` (:func:`describe_failure`
+  turns that, and the SDK's OAuth errors, into the connection's reason). A server that asks
+  for no token is served without one, so ``auth = "oauth"`` on an open server costs nothing.
+* :func:`sign_out` forgets the entry and asks the authorization server to revoke the tokens
+  when its metadata names a revocation endpoint (RFC 7009; the answer is reported, not needed).
+* :func:`state` says, without a request, what is stored: signed in (expiry), or needs sign-in.
+
+No token, code or client secret is logged, printed or put in an error by this module; the
+SDK's ``mcp.client.auth`` logger (tracebacks of OAuth failures) is silenced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import logging
+import threading
+import time
+import urllib.parse
+import webbrowser
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from mcp.client.auth import OAuthClientProvider, OAuthFlowError, OAuthRegistrationError, OAuthTokenError
+from mcp.client.auth.oauth2 import OAuthContext
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
+
+from awf_mcp import __version__
+from awf_mcp.core.servers import ServerSpec
+from awf_mcp.core.upstream import UpstreamFailure
+from awf_mcp.ops import tokenstore
+from awf_mcp.ports import inert_text
+
+DEFAULT_SIGN_IN_SECONDS = 300.0
+EXPIRY_MARGIN_SECONDS = 60.0
+REFRESH_WAIT_ROUNDS = 20
+REFRESH_WAIT_SECONDS = 0.1
+"""A refused refresh looks for the tokens another process stored this many times, this far apart."""
+CALLBACK_PATH = "/callback"
+_PLACEHOLDER_REDIRECT = "http://127.0.0.1/callback"
+"""The redirect URI of the serving provider's metadata: it never sends anyone to authorize."""
+
+
+class SignInNeeded(Exception):
+    """Serving reached the point where a person must sign in."""
+
+
+class SignInFailed(Exception):
+    """``servers login`` did not sign in; the message is one sentence for the user."""
+
+
+def login_command(name: str) -> str:
+    """The command that signs in to server NAME."""
+    return f"awf-mcp servers login {name}"
+
+
+def needs_sign_in(name: str) -> str:
+    """The sentence for a server that needs sign-in."""
+    return f"server '{name}' needs sign-in: run {login_command(name)}"
+
+
+def _key(spec: ServerSpec) -> str:
+    return tokenstore.entry_key(spec.name, spec.url)
+
+
+class StoredTokens:
+    """The SDK's ``TokenStorage`` over :mod:`awf_mcp.ops.tokenstore` for one server.
+
+    ``fresh``: read no tokens (a sign-in starts over). ``redirect_uri``: a registered client is
+    read only if that URI is among its redirect URIs (a new loopback port registers anew).
+    """
+
+    def __init__(self, spec: ServerSpec, *, fresh: bool = False, redirect_uri: str = "") -> None:
+        self.spec = spec
+        self.fresh = fresh
+        self.redirect_uri = redirect_uri
+
+    async def get_tokens(self) -> OAuthToken | None:
+        if self.fresh:
+            return None
+        stored = tokenstore.load(_key(self.spec)).get("tokens")
+        if not isinstance(stored, dict):
+            return None
+        fields = {k: v for k, v in stored.items() if k != "expires_at"}
+        expires_at = stored.get("expires_at")
+        if isinstance(expires_at, int | float):
+            fields["expires_in"] = int(expires_at - time.time())
+        try:
+            return OAuthToken.model_validate(fields)
+        except ValueError:
+            return None
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        record: dict[str, Any] = tokens.model_dump(mode="json", exclude_none=True)
+        record.pop("expires_in", None)
+        if tokens.expires_in is not None:
+            record["expires_at"] = time.time() + int(tokens.expires_in)
+        with tokenstore.updating(_key(self.spec)) as entry:
+            entry["tokens"] = record
+            entry.pop("asked_for_none", None)
+            if self.fresh:
+                entry["signed_in_at"] = time.time()
+        self.fresh = False
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        if self.spec.client_id:
+            return OAuthClientInformationFull(
+                client_id=self.spec.client_id,
+                redirect_uris=[self.redirect_uri or _PLACEHOLDER_REDIRECT],  # type: ignore[list-item]
+                token_endpoint_auth_method="none",
+            )
+        stored = tokenstore.load(_key(self.spec)).get("client")
+        if not isinstance(stored, dict):
+            return None
+        try:
+            client = OAuthClientInformationFull.model_validate(stored)
+        except ValueError:
+            return None
+        if self.redirect_uri and self.redirect_uri not in {str(uri) for uri in client.redirect_uris or ()}:
+            return None
+        return client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        if self.spec.client_id:
+            return
+        with tokenstore.updating(_key(self.spec)) as entry:
+            entry["client"] = client_info.model_dump(mode="json", exclude_none=True)
+
+
+class _Context(OAuthContext):
+    """The SDK's context, taking a token for expired a little before its end (a quarter of its life,
+    at most :data:`EXPIRY_MARGIN_SECONDS`): a token refused as expired is answered 401, which the
+    SDK takes for a missing sign-in rather than refreshing."""
+
+    def update_token_expiry(self, token: OAuthToken) -> None:
+        super().update_token_expiry(token)
+        if self.token_expiry_time is not None and token.expires_in:
+            self.token_expiry_time -= min(EXPIRY_MARGIN_SECONDS, max(int(token.expires_in), 0) / 4)
+
+
+class _Provider(OAuthClientProvider):
+    """The SDK's provider, told the stored tokens' expiry when it loads them (the SDK's own load
+    keeps tokens without one, so an expired token would be sent, answered 401 and taken for a
+    missing sign-in instead of being refreshed)."""
+
+    def __init__(self, **arguments: Any) -> None:
+        super().__init__(**arguments)
+        held = self.context
+        self.context = _Context(
+            server_url=held.server_url,
+            client_metadata=held.client_metadata,
+            storage=held.storage,
+            redirect_handler=held.redirect_handler,
+            callback_handler=held.callback_handler,
+            client_metadata_url=held.client_metadata_url,
+        )
+
+    async def _initialize(self) -> None:
+        await super()._initialize()
+        tokens = self.context.current_tokens
+        if tokens is not None and tokens.expires_in is not None:
+            self.context.update_token_expiry(tokens)
+
+    async def _handle_refresh_response(self, response: Any) -> bool:
+        """The SDK's handling, and when the refresh was refused: another awf-mcp process may have
+        used the same refresh token first (the authorization server rotates it on each use), so
+        the tokens that process stored are taken instead of giving up the sign-in."""
+        used = self.context.current_tokens.refresh_token if self.context.current_tokens else None
+        if await super()._handle_refresh_response(response):
+            return True
+        for _ in range(REFRESH_WAIT_ROUNDS):
+            stored = await self.context.storage.get_tokens()
+            if stored is not None and stored.refresh_token and stored.refresh_token != used:
+                self.context.current_tokens = stored
+                if stored.expires_in is not None:
+                    self.context.update_token_expiry(stored)
+                return True
+            await anyio.sleep(REFRESH_WAIT_SECONDS)
+        return False
+
+
+def _metadata(redirect_uri: str) -> OAuthClientMetadata:
+    return OAuthClientMetadata(
+        client_name="awf-mcp",
+        software_id="awf-mcp",
+        software_version=__version__,
+        redirect_uris=[redirect_uri],  # type: ignore[list-item]
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+    )
+
+
+def _quiet_sdk_logger() -> None:
+    """The SDK logs its OAuth failures with tracebacks (to stderr, having no handler of its own):
+    awf-mcp says each one in a sentence instead, so they go nowhere."""
+    sdk = logging.getLogger("mcp.client.auth")
+    if not any(isinstance(handler, logging.NullHandler) for handler in sdk.handlers):
+        sdk.addHandler(logging.NullHandler())
+        sdk.propagate = False
+
+
+def _provider(
+    spec: ServerSpec,
+    storage: StoredTokens,
+    redirect_uri: str,
+    redirect_handler: Callable[[str], Any],
+    callback_handler: Callable[[], Any],
+) -> _Provider:
+    _quiet_sdk_logger()
+    try:
+        return _Provider(
+            server_url=spec.url,
+            client_metadata=_metadata(redirect_uri),
+            storage=storage,
+            redirect_handler=redirect_handler,
+            callback_handler=callback_handler,
+            client_metadata_url=spec.client_metadata_url or None,
+        )
+    except ValueError as exc:  # a client_metadata_url that is not an https URL with a path
+        raise UpstreamFailure(spec.redact(f"server '{spec.name}': {exc}")) from None
+
+
+def has_tokens(spec: ServerSpec) -> bool:
+    """Whether tokens are stored for SPEC."""
+    return isinstance(tokenstore.load(_key(spec)).get("tokens"), dict)
+
+
+def serving_auth(spec: ServerSpec) -> Any:
+    """The SDK's provider over SPEC's stored tokens, never asking a person (see the module docstring).
+
+    Raises :class:`UpstreamFailure` when the token store is refused (another user can read it).
+    """
+    from awf_mcp.errors import UserError
+
+    try:
+        tokenstore.load(_key(spec))
+    except UserError as exc:
+        raise UpstreamFailure(exc.message) from None
+
+    async def ask_a_person(*_: Any) -> Any:
+        raise SignInNeeded(needs_sign_in(spec.name))
+
+    return _provider(spec, StoredTokens(spec), _PLACEHOLDER_REDIRECT, ask_a_person, ask_a_person)
+
+
+def describe_failure(spec: ServerSpec, exc: BaseException, *, signing_in: bool = False) -> str:
+    """The connection's reason for an exception the OAuth provider raised (empty: not an OAuth one).
+
+    SIGNING_IN: for ``servers login`` (what went wrong), else for serving (and the command to run)."""
+    if isinstance(exc, SignInNeeded | SignInFailed):
+        return str(exc)
+    if isinstance(exc, OAuthFlowError) and "State parameter mismatch" in str(exc):
+        return "the redirect's state did not match the sign-in's (a stale or forged redirect); nothing stored"
+    if isinstance(exc, OAuthFlowError | OAuthTokenError | OAuthRegistrationError):
+        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        answered = f"the authorization server answered: {inert_text(first)}"
+        return f"{answered}; nothing stored" if signing_in else f"{needs_sign_in(spec.name)} ({answered})"
+    return ""
+
+
+@dataclass
+class _Redirect:
+    """What the loopback listener received."""
+
+    params: dict[str, str]
+    done: threading.Event
+
+
+class _Listener(http.server.HTTPServer):
+    redirect: _Redirect
+
+
+class _CallbackHandler(http.server.BaseHTTPRequestHandler):
+    server: _Listener
+
+    def do_GET(self) -> None:
+        parsed = urllib.parse.urlsplit(self.path)
+        if parsed.path != CALLBACK_PATH or self.server.redirect.done.is_set():
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        query = urllib.parse.parse_qs(parsed.query[:8192], max_num_fields=20)
+        self.server.redirect.params = {key: values[0] for key, values in query.items() if values}
+        body = (
+            b"<!doctype html><title>awf-mcp</title><p>awf-mcp received the answer: you can close this tab.\n"
+        )
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        self.server.redirect.done.set()
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+
+@contextlib.contextmanager
+def _loopback() -> Any:
+    listener = _Listener(("127.0.0.1", 0), _CallbackHandler)
+    listener.redirect = _Redirect({}, threading.Event())
+    thread = threading.Thread(target=listener.serve_forever, name="awf-mcp-oauth-callback", daemon=True)
+    thread.start()
+    try:
+        yield listener
+    finally:
+        listener.shutdown()
+        listener.server_close()
+
+
+async def sign_in(
+    spec: ServerSpec,
+    *,
+    show: Callable[[str], None],
+    open_browser: bool = True,
+    timeout: float = DEFAULT_SIGN_IN_SECONDS,
+) -> bool:
+    """Sign in to SPEC (see the module docstring); raises :class:`SignInFailed` with one sentence.
+
+    False: the server let the handshake through without a token (it needs no sign-in; that is
+    recorded, see :attr:`SignInState.asked_for_none`)."""
+    from awf_mcp.wire.client import connect
+
+    with _loopback() as listener:
+        redirect_uri = f"http://127.0.0.1:{listener.server_address[1]}{CALLBACK_PATH}"
+        redirect = listener.redirect
+
+        async def send_to_browser(url: str) -> None:
+            show(url)
+            if open_browser:
+                with contextlib.suppress(Exception):
+                    await anyio.to_thread.run_sync(webbrowser.open, url)
+
+        async def wait_for_redirect() -> AuthorizationCodeResult:
+            received = await anyio.to_thread.run_sync(redirect.done.wait, timeout, abandon_on_cancel=True)
+            if not received:
+                raise SignInFailed(f"no answer from the browser within {timeout:g} s; nothing was stored")
+            params = redirect.params
+            if "error" in params:
+                why = params["error"] + (
+                    f" ({params['error_description']})" if "error_description" in params else ""
+                )
+                raise SignInFailed(f"the sign-in was refused: {inert_text(why[:300])}; nothing was stored")
+            if not params.get("code"):
+                raise SignInFailed("the redirect carried no authorization code; nothing was stored")
+            return AuthorizationCodeResult(
+                code=params["code"], state=params.get("state"), iss=params.get("iss")
+            )
+
+        storage = StoredTokens(spec, fresh=True, redirect_uri=redirect_uri)
+        provider = _provider(spec, storage, redirect_uri, send_to_browser, wait_for_redirect)
+        try:
+            with anyio.fail_after(timeout + 60):
+                async with connect(spec, "", auth=provider) as connection:
+                    await connection.handshake()
+        except TimeoutError:
+            raise SignInFailed(f"the sign-in did not finish within {timeout + 60:g} s") from None
+        except Exception as exc:
+            raise SignInFailed(_sign_in_failure(spec, exc)) from None
+        if storage.fresh:  # the server let the handshake through without asking for a token
+            with tokenstore.updating(_key(spec)) as entry:
+                entry["asked_for_none"] = time.time()
+            return False
+        return True
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _sign_in_failure(spec: ServerSpec, exc: Exception) -> str:
+    """One sentence for what ended a sign-in (the OAuth failure, when one is among the causes)."""
+    leaves = _leaves(exc)
+    for leaf in leaves:
+        sentence = describe_failure(spec, leaf, signing_in=True)
+        if sentence:
+            return sentence
+    for leaf in leaves:
+        if isinstance(leaf, UpstreamFailure):
+            return str(leaf).removeprefix("the handshake failed: ")
+    import httpx2
+
+    from awf_mcp.wire.client import describe_http_failure
+
+    for leaf in leaves:
+        if isinstance(leaf, httpx2.HTTPError):
+            return spec.redact(describe_http_failure(leaf, spec.url))
+    return spec.redact(f"{type(leaves[0]).__name__}: {str(leaves[0])[:300]}")
+
+
+@dataclass(frozen=True)
+class SignInState:
+    """What is stored for a server: ``signed in`` (``expires_at``: epoch seconds or ``None``) or not."""
+
+    signed_in: bool
+    expires_at: float | None = None
+    refreshable: bool = False
+    problem: str = ""
+    asked_for_none: bool = False
+    """``servers login`` found that the server asks for no sign-in."""
+
+
+def state(spec: ServerSpec) -> SignInState:
+    """What is stored for SPEC, without a request."""
+    from awf_mcp.errors import UserError
+
+    try:
+        entry = tokenstore.load(_key(spec))
+    except UserError as exc:
+        return SignInState(False, problem=exc.message)
+    tokens = entry.get("tokens")
+    if not isinstance(tokens, dict):
+        return SignInState(False, asked_for_none="asked_for_none" in entry)
+    expires_at = tokens.get("expires_at")
+    return SignInState(
+        True,
+        float(expires_at) if isinstance(expires_at, int | float) else None,
+        bool(tokens.get("refresh_token")),
+    )
+
+
+async def sign_out(spec: ServerSpec) -> str:
+    """Forget SPEC's tokens and client, revoking the tokens where the server supports it; what was done."""
+    import httpx2
+    from mcp.client.auth.utils import (
+        build_oauth_authorization_server_metadata_discovery_urls,
+        build_protected_resource_metadata_discovery_urls,
+        create_oauth_metadata_request,
+        handle_auth_metadata_response,
+        handle_protected_resource_response,
+    )
+
+    storage = StoredTokens(spec)
+    tokens, client = await storage.get_tokens(), await storage.get_client_info()
+    if not tokenstore.forget(_key(spec)):
+        return f"server '{spec.name}' was not signed in"
+    if tokens is None or client is None:
+        return f"forgot the sign-in of server '{spec.name}'"
+    revoked = "the server names no revocation endpoint, so they stay valid until they expire"
+    try:
+        async with httpx2.AsyncClient(timeout=10) as http:
+            issuer = None
+            for url in build_protected_resource_metadata_discovery_urls(None, spec.url):
+                prm = await handle_protected_resource_response(
+                    await http.send(create_oauth_metadata_request(url))
+                )
+                if prm is not None:
+                    issuer = str(prm.authorization_servers[0])
+                    break
+            endpoint = None
+            for url in build_oauth_authorization_server_metadata_discovery_urls(issuer, spec.url):
+                ok, metadata = await handle_auth_metadata_response(
+                    await http.send(create_oauth_metadata_request(url))
+                )
+                if not ok:
+                    break
+                if metadata is not None:
+                    endpoint = metadata.revocation_endpoint
+                    break
+            if endpoint is not None:
+                # The client authenticates as it does at the token endpoint (the SDK's own rule).
+                context = OAuthContext(spec.url, _metadata(_PLACEHOLDER_REDIRECT), storage, None, None)
+                context.client_info = client
+                for token, hint in (
+                    (tokens.refresh_token, "refresh_token"),
+                    (tokens.access_token, "access_token"),
+                ):
+                    if token:
+                        data = {"token": token, "token_type_hint": hint, "client_id": client.client_id}
+                        data, headers = context.prepare_token_auth(data, {})
+                        answer = await http.post(str(endpoint), data=data, headers=headers)
+                        answer.raise_for_status()
+                revoked = "the server revoked them"
+    except Exception as exc:
+        revoked = f"revoking them failed ({type(exc).__name__}), so they stay valid until they expire"
+    return f"forgot the tokens of server '{spec.name}'; {revoked}"

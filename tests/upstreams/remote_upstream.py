@@ -1,0 +1,234 @@
+"""An MCP server on loopback HTTP, written with the SDK's own low-level server, transports and auth.
+
+``python remote_upstream.py sse`` serves the HTTP+SSE transport at ``/sse`` (messages at
+``/messages/``); ``python remote_upstream.py oauth [TOKEN_SECONDS [DELAY]]`` serves Streamable HTTP at
+``/mcp``, protected by the SDK's bearer-auth middleware, with the SDK's authorization-server
+routes in front of an in-memory provider that approves every authorization request at once
+(no person), registers clients dynamically, issues access tokens that live TOKEN_SECONDS
+(default 3600) and rotating refresh tokens (each works once; ``oauth TOKEN_SECONDS DELAY``
+makes a refresh wait DELAY seconds before it looks its token up, so that two refreshes
+sent together race), and revokes. ``oauth-sse`` serves the same behind the SSE transport, at
+``/sse``, built by the SDK's high-level server (``MCPServer.sse_app``, tool ``echo`` only).
+Each listens on 127.0.0.1, port 0, and prints ``port <N>`` on stdout once listening.
+
+Tools: ``echo`` answers ``echo: <message>``; ``whoami`` answers the client ID its token
+was issued to (``anonymous`` without auth).
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+import socket
+import sys
+import time
+from typing import Any
+
+import anyio
+import mcp_types as types
+import uvicorn
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizationParams,
+    ProviderTokenVerifier,
+    RefreshToken,
+)
+from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.sse import SseServerTransport
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Mount, Route
+
+TOOLS = [
+    types.Tool(
+        name="echo",
+        description="Echo.",
+        input_schema={"type": "object", "properties": {"message": {"type": "string"}}},
+    ),
+    types.Tool(
+        name="whoami", description="The client the token was issued to.", input_schema={"type": "object"}
+    ),
+]
+
+
+async def list_tools(ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=TOOLS)
+
+
+async def call_tool(
+    ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+) -> types.CallToolResult:
+    arguments = params.arguments or {}
+    if params.name == "whoami":
+        token = get_access_token()
+        answer = token.client_id if token is not None else "anonymous"
+    else:
+        answer = f"echo: {arguments.get('message', '')}"
+    return types.CallToolResult(content=[types.TextContent(type="text", text=answer)])
+
+
+class ApprovingProvider:
+    """The SDK's authorization-server provider protocol, in memory, approving at once."""
+
+    def __init__(self, token_seconds: int, refresh_delay: float) -> None:
+        self.token_seconds = token_seconds
+        self.refresh_delay = refresh_delay
+        self.clients: dict[str, OAuthClientInformationFull] = {}
+        self.codes: dict[str, AuthorizationCode] = {}
+        self.access: dict[str, AccessToken] = {}
+        self.refresh: dict[str, RefreshToken] = {}
+
+    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        return self.clients.get(client_id)
+
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        self.clients[client_info.client_id] = client_info
+
+    async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+        code = secrets.token_urlsafe(24)
+        self.codes[code] = AuthorizationCode(
+            code=code,
+            scopes=params.scopes or [],
+            expires_at=time.time() + 300,
+            client_id=client.client_id,
+            code_challenge=params.code_challenge,
+            redirect_uri=params.redirect_uri,
+            redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,
+            resource=params.resource,
+        )
+        query = {"code": code, "state": params.state}
+        from mcp.server.auth.provider import construct_redirect_uri
+
+        return construct_redirect_uri(str(params.redirect_uri), **query)
+
+    async def load_authorization_code(self, client: Any, authorization_code: str) -> AuthorizationCode | None:
+        return self.codes.get(authorization_code)
+
+    def _issue(self, client_id: str, scopes: list[str], resource: str | None) -> OAuthToken:
+        access, refresh = f"at-{secrets.token_urlsafe(16)}", f"rt-{secrets.token_urlsafe(16)}"
+        expires = math.ceil(time.time()) + self.token_seconds  # never before the client's expires_in
+        self.access[access] = AccessToken(
+            token=access, client_id=client_id, scopes=scopes, expires_at=expires, resource=resource
+        )
+        self.refresh[refresh] = RefreshToken(
+            token=refresh, client_id=client_id, scopes=scopes, resource=resource
+        )
+        return OAuthToken(
+            access_token=access, expires_in=self.token_seconds, refresh_token=refresh, scope=" ".join(scopes)
+        )
+
+    async def exchange_authorization_code(
+        self, client: Any, authorization_code: AuthorizationCode
+    ) -> OAuthToken:
+        self.codes.pop(authorization_code.code, None)
+        return self._issue(client.client_id, authorization_code.scopes, authorization_code.resource)
+
+    async def load_refresh_token(self, client: Any, refresh_token: str) -> RefreshToken | None:
+        await anyio.sleep(self.refresh_delay)  # two refreshes at once both wait here, then one wins
+        return self.refresh.get(refresh_token)
+
+    async def exchange_refresh_token(
+        self, client: Any, refresh_token: RefreshToken, scopes: list[str]
+    ) -> OAuthToken:
+        self.refresh.pop(refresh_token.token, None)  # rotated: each refresh token works once
+        return self._issue(client.client_id, scopes or refresh_token.scopes, refresh_token.resource)
+
+    async def load_access_token(self, token: str) -> AccessToken | None:
+        found = self.access.get(token)
+        if found is None or (found.expires_at is not None and found.expires_at < time.time()):
+            return None
+        return found
+
+    async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
+        for table in (self.access, self.refresh):
+            for key, value in list(table.items()):
+                if value.client_id == token.client_id:
+                    del table[key]
+
+
+def listen() -> socket.socket:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    return sock
+
+
+def sse_app(server: Server[Any]) -> Starlette:
+    transport = SseServerTransport("/messages/")
+
+    async def handle_sse(request: Request) -> Response:
+        async with transport.connect_sse(request.scope, request.receive, request._send) as (reads, writes):
+            await server.run(reads, writes, server.create_initialization_options())
+        return Response()
+
+    return Starlette(
+        routes=[
+            Route("/sse", endpoint=handle_sse, methods=["GET"]),
+            Mount("/messages/", app=transport.handle_post_message),
+        ]
+    )
+
+
+def auth_settings(base: str, path: str) -> AuthSettings:
+    return AuthSettings(
+        issuer_url=base,
+        resource_server_url=f"{base}{path}",
+        client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=["tools"]),
+        revocation_options=RevocationOptions(enabled=True),
+        required_scopes=["tools"],
+        validate_token_resource=True,
+    )
+
+
+def oauth_sse_app(base: str, provider: ApprovingProvider) -> Starlette:
+    """The SSE transport behind the same auth, as the SDK's high-level server builds it."""
+    from mcp.server.mcpserver import MCPServer
+
+    server: MCPServer[Any] = MCPServer(
+        "remote", auth=auth_settings(base, "/sse"), auth_server_provider=provider
+    )
+
+    @server.tool()
+    def echo(message: str) -> str:
+        """Echo."""
+        return f"echo: {message}"
+
+    return server.sse_app()
+
+
+def oauth_app(server: Server[Any], base: str, provider: ApprovingProvider) -> Starlette:
+    auth = auth_settings(base, "/mcp")
+    return server.streamable_http_app(
+        auth=auth,
+        auth_server_provider=provider,
+        token_verifier=ProviderTokenVerifier(provider),
+        host="127.0.0.1",
+    )
+
+
+def main() -> None:
+    mode = sys.argv[1]
+    sock = listen()
+    port = sock.getsockname()[1]
+    server: Server[Any] = Server("remote", on_list_tools=list_tools, on_call_tool=call_tool)
+    if mode == "sse":
+        app = sse_app(server)
+    else:
+        token_seconds = int(sys.argv[2]) if len(sys.argv) > 2 else 3600
+        refresh_delay = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
+        provider = ApprovingProvider(token_seconds, refresh_delay)
+        base = f"http://127.0.0.1:{port}"
+        app = oauth_sse_app(base, provider) if mode == "oauth-sse" else oauth_app(server, base, provider)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    print(f"port {port}", flush=True)
+    anyio.run(uvicorn.Server(config).serve, [sock])
+
+
+if __name__ == "__main__":
+    main()
