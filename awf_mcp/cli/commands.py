@@ -99,7 +99,7 @@ def version_report() -> str:
         carried = f", {record.get('libc', 'unknown')} carried" if record.get("portable") else ""
         commit = record.get("commit", "unknown")
         lines.append(
-            f"build: {kind} single executable (PyInstaller{carried}), commit {commit}, "
+            f"build: {kind} single executable (PyInstaller){carried}, commit {commit}, "
             f"{platform.system()} {platform.machine()}"
         )
     return "\n".join(lines)

@@ -168,6 +168,7 @@ class RawServer:
         self.next_id = 100
         self.frames_sent = 0
         self._pending = bytearray()
+        self._interpreter: int | None = None
 
     def __enter__(self) -> RawServer:
         return self
@@ -239,8 +240,24 @@ class RawServer:
         return reply
 
     def rss_kib(self, field: str = "VmRSS") -> int:
-        """A memory figure of the server from /proc (``VmRSS``, ``VmHWM``), in KiB."""
-        return proc_status_kib(self.pid, field)
+        """A memory figure of the server's interpreter from /proc (``VmRSS``, ``VmHWM``), in KiB."""
+        return proc_status_kib(self.interpreter_pid(), field)
+
+    def interpreter_pid(self) -> int:
+        """The process that runs the server's Python: the one started, or, under the single
+        executable, the end of the chain its bootloaders start (staticx's, then PyInstaller's).
+
+        Found once, on first use, while the server has started no child of its own.
+        """
+        if self._interpreter is None:
+            pid = self.pid
+            while os.environ.get("AWF_MCP_BINARY"):
+                direct = [child for child in children_of(pid) if parent_of(child) == pid]
+                if len(direct) != 1:
+                    break
+                pid = direct[0]
+            self._interpreter = pid
+        return self._interpreter
 
     def close_stdin(self) -> None:
         """Close the server's stdin: it sees EOF."""
