@@ -908,8 +908,10 @@ def doctor_command(
     *,
     options: ServeOptions,
 ) -> None:
-    """Check the clients' awf entries, plugins, upstream servers, roots and search engine; say how to fix each
-    problem. Exits 1 when something is broken."""
+    """Check the clients' awf entries, plugins, upstream servers, roots and search engine.
+
+    Each finding says how to fix it; exits 1 when something is broken.
+    """
     from awf_mcp.cli.runtime import say
     from awf_mcp.core.observability import configure_logging
     from awf_mcp.errors import UserError
