@@ -187,14 +187,11 @@ class Context:
             self.settings_error = str(exc)
 
     def config_file(self) -> Path | None:
-        """The config file the settings come from, if any."""
-        from awf_mcp.core.config import DEFAULT_CONFIG_NAME
+        """The config file the settings come from, if any (found as ``serve`` finds it)."""
+        from awf_mcp.core.config import find_config
 
-        given = self.options.config
-        if given:
-            return (self.cwd / Path(given).expanduser()).absolute()
-        default = self.cwd / DEFAULT_CONFIG_NAME
-        return default if default.is_file() else None
+        found = find_config(self.options, self.cwd)
+        return found[0].absolute() if found else None
 
     async def loaded(self) -> Loaded | None:
         """Plugins loaded, servers started and the registry built, once (None: no settings)."""

@@ -33,12 +33,6 @@ SHOWN_BYTES = 8192
 """How much of a file that is not an awf-mcp config is shown before approving it."""
 
 
-def _variables(raw: bytes) -> list[str]:
-    from awf_mcp.core.servers import variables_in
-
-    return variables_in(raw.decode("utf-8", errors="replace"))
-
-
 def _show_list() -> None:
     from awf_mcp.core import trust
 
@@ -73,6 +67,7 @@ def trust_command(
     root and sets nothing. A changed file needs approving again.
     """
     from awf_mcp.core import config, trust
+    from awf_mcp.core.servers import variables_in
 
     if list_all:
         _show_list()
@@ -92,7 +87,7 @@ def trust_command(
     except UserError as exc:  # not an awf-mcp config (an agent's file, say): show its text instead
         text = raw[:SHOWN_BYTES].decode("utf-8", errors="replace")
         would = [f"not an awf-mcp config file ({exc}); its text:", *text.splitlines()]
-    variables = _variables(raw)
+    variables = variables_in(raw.decode("utf-8", errors="replace"))
     if json_output:
         shown = {"path": str(path), "sha256": verdict.sha256, "state": verdict.state}
         print(json.dumps({**shown, "would": would, "reads_env": variables}, indent=2))
