@@ -13,10 +13,11 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp.client.subscriptions import PromptsListChanged, ResourcesListChanged, listen
+from mcp.client.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, listen
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     LoggingMessageNotification,
+    LoggingMessageNotificationParams,
     PaginatedRequestParams,
     PromptListChangedNotification,
     PromptReference,
@@ -142,6 +143,54 @@ async def test_on_the_stateless_revision_prompts_and_resources_are_listed_and_re
         assert read.contents[0].text == "the text of note://fixed"  # type: ignore[union-attr]
         prompt = await session.get_prompt("chg_greet", {"who": "Alan"})
         assert prompt.messages[0].content.text == "Hello, Alan!"  # type: ignore[union-attr]
+
+
+async def test_on_the_stateless_revision_a_listen_stream_subscribes_to_resources_upstream(
+    tmp_path: Path,
+) -> None:
+    too_long = "note://" + "x" * 9000  # over the 8 KiB awf-mcp routes: left out of the acknowledgement
+    async with mcp_session(
+        "--config", changing(tmp_path), "--no-builtins", cwd=tmp_path, env=NO_PLUGINS, stateless=True
+    ) as session:
+        async with listen(session, resource_subscriptions=["note://fixed", too_long]) as changes:
+            assert changes.honored.resource_subscriptions == ["note://fixed"]
+            assert text_of(await session.call_tool("chg_subscribed", {})) == "1: note://fixed"
+            await session.call_tool("chg_touch", {"uri": "note://other"})  # not subscribed: not told
+            await session.call_tool("chg_touch", {"uri": "note://fixed"})
+            assert await next_event(changes) == ResourceUpdated(uri="note://fixed")
+        # The stream ended: so does its subscription upstream.
+        with anyio.fail_after(10):
+            while text_of(await session.call_tool("chg_subscribed", {})) != "0: ":
+                await anyio.sleep(0.05)
+
+
+async def test_on_the_stateless_revision_log_messages_ride_the_request_that_asked_for_them(
+    tmp_path: Path,
+) -> None:
+    logged: list[LoggingMessageNotificationParams] = []
+
+    async def on_log(params: LoggingMessageNotificationParams) -> None:
+        logged.append(params)
+
+    async with mcp_session(
+        "--config",
+        changing(tmp_path),
+        "--no-builtins",
+        cwd=tmp_path,
+        env=NO_PLUGINS,
+        stateless=True,
+        logging_callback=on_log,
+    ) as session:
+        await session.call_tool("chg_say", {"text": "not asked for"})
+        await session.call_tool(
+            "chg_say", {"text": "too verbose"}, meta={"io.modelcontextprotocol/logLevel": "error"}
+        )
+        await session.call_tool(
+            "chg_say", {"text": "hello from upstream"}, meta={"io.modelcontextprotocol/logLevel": "info"}
+        )
+        assert [(p.level, p.logger, p.data) for p in logged] == [
+            ("info", "chg/changing-logger", "hello from upstream")
+        ]
 
 
 # ---------------------------------------------------------------- hostile upstreams and clients

@@ -340,6 +340,7 @@ class UpstreamProvider(ServerOfferings, RequestRouting):
             return await self._resume(suspended, context)
         session = await self._ensure()
         await self._announce_roots(session, context)
+        await self._lower_log_level(session, context)
         flight = Flight(tool, arguments, context, upstream_requests_of_call())
         self._in_flight.append(flight)
         progress = _wanted_progress(context)
