@@ -10,7 +10,10 @@ one offers logging.
 
 * Lists are paged (:data:`~awf_mcp.core.catalog.PAGE_ITEMS` items a page; the cursor is
   awf-mcp's own, and one it did not give is ``-32602``).
-* ``prompts/get`` and ``resources/read`` run through the call path (the catalog's); a failure
+* ``prompts/get`` and ``resources/read`` run through the call path (the catalog's), each with its
+  :class:`~awf_mcp.wire.channel.ClientChannel` as a tool call has: an upstream's sampling or
+  elicitation request meanwhile reaches the agent on the back-channel, or as ``input_required``
+  on the stateless revision; a failure
   (unknown name or URI, a policy's denial, a timeout, the provider's error) is a JSON-RPC error
   with its sentence, and so is a result over the frame limit.
 * A change of prompts or resources is told as the tools' is (:mod:`awf_mcp.wire.changes`):
@@ -45,9 +48,9 @@ from pydantic import ValidationError
 
 from awf_mcp.core.catalog import MAX_CLIENT_SUBSCRIPTIONS, Catalog, UnknownResourceError, page
 from awf_mcp.errors import UnknownToolError, describe_exception
-from awf_mcp.ports import LOG_LEVELS, visible_text
+from awf_mcp.ports import LOG_LEVELS, InputRequired, visible_text
 from awf_mcp.wire.changes import LISTED_BY_LIMIT, ListedBy, ListenStreams
-from awf_mcp.wire.channel import client_name, session_key
+from awf_mcp.wire.channel import ClientChannel, client_name, session_key
 from awf_mcp.wire.mapping import (
     prompt_result_to_mcp,
     prompt_to_mcp,
@@ -133,14 +136,18 @@ class OfferingHandlers:
 
     async def _get_prompt(
         self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
-    ) -> types.GetPromptResult:
+    ) -> types.GetPromptResult | types.InputRequiredResult:
+        channel = ClientChannel(ctx, params)
         try:
             result = await self.catalog.get_prompt(
                 params.name,
                 params.arguments or {},
                 client_name=client_name(ctx),
+                channel=channel,
                 session=session_key(ctx),
             )
+        except InputRequired as question:
+            return channel.input_required(question)
         except UnknownToolError as exc:
             raise MCPError(code=types.INVALID_PARAMS, message=visible_text(exc.message)) from None
         return prompt_result_to_mcp(result, params.name)
@@ -167,11 +174,14 @@ class OfferingHandlers:
 
     async def _read(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
+    ) -> types.ReadResourceResult | types.InputRequiredResult:
+        channel = ClientChannel(ctx, params)
         try:
             result = await self.catalog.read_resource(
-                params.uri, client_name=client_name(ctx), session=session_key(ctx)
+                params.uri, client_name=client_name(ctx), channel=channel, session=session_key(ctx)
             )
+        except InputRequired as question:
+            return channel.input_required(question)
         except UnknownToolError as exc:
             raise MCPError(code=types.INVALID_PARAMS, message=visible_text(exc.message)) from None
         return read_result_to_mcp(result, params.uri)

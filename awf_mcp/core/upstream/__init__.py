@@ -83,6 +83,9 @@ request is answered so:
   so never learns of a directory awf-mcp's own tools may not touch. ``roots`` is
   advertised with ``listChanged``: a call whose roots differ from those last sent first
   sends the server ``notifications/roots/list_changed`` (the agent's roots change, say).
+* A ``prompts/get`` or ``resources/read`` forwarded to the server is followed as a call is (a
+  :class:`~awf_mcp.core.upstream.routing.Flight` keyed by the prompt's name and arguments, or the
+  URI): "call" below means any of the three.
 * ``sampling/createMessage`` and ``elicitation/create`` are forwarded to the agent
   through the :class:`~awf_mcp.ports.ClientChannel` of a call of this server that an
   agent's call is waiting on ("attached"), the **oldest** one when there are several (the

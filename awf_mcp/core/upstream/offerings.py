@@ -65,6 +65,7 @@ class ServerOfferings:
     definition_bytes: int
     _prefix: str
     _log_to_calls: Callable[[str, str, Any], None]  # the request routing's
+    _forward_followed: Callable[..., Awaitable[ToolResult]]  # the provider's
 
     def _init_offerings(self) -> None:
         self.offers: frozenset[str] = frozenset()
@@ -234,26 +235,22 @@ class ServerOfferings:
         raise NotImplementedError
 
     async def get_prompt(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
-        """Get prompt ``name`` (as served: ``<server>_<prompt>``) with ``arguments``."""
+        """Get prompt ``name`` (as served: ``<server>_<prompt>``) with ``arguments``, as a call is
+        forwarded (the server's requests meanwhile go to the agent)."""
         own = name.removeprefix(self._prefix)
         strings = {key: value if isinstance(value, str) else str(value) for key, value in arguments.items()}
-        try:
-            result: ToolResult = await self._forwarded(
-                f"prompts/get {own}", lambda session: session.get_prompt(own, strings)
-            )
-        except UpstreamFailure as exc:
-            return ToolResult.error(str(exc))
-        return result
+        what = f"prompts/get {own}"
+        return await self._forward_followed(
+            what, strings, (what, what), lambda session, progress: session.get_prompt(own, strings)
+        )
 
     async def read_resource(self, uri: str) -> ToolResult:
-        """Read ``uri`` from the server."""
-        try:
-            result: ToolResult = await self._forwarded(
-                "resources/read", lambda session: session.read_resource(uri)
-            )
-        except UpstreamFailure as exc:
-            return ToolResult.error(str(exc))
-        return result
+        """Read ``uri`` from the server, as a call is forwarded (the server's requests meanwhile go to
+        the agent)."""
+        what = "resources/read"
+        return await self._forward_followed(
+            f"{what} {uri}", {}, (what, what), lambda session, progress: session.read_resource(uri)
+        )
 
     async def complete(self, request: Mapping[str, Any]) -> Mapping[str, Any]:
         """The completion of ``request`` (wire params; a ``ref/prompt`` names the prompt as served)."""

@@ -214,8 +214,8 @@ class RequestRouting:
             )
         if flight is None:
             raise UpstreamRequestRefused(
-                f"awf-mcp refused {method} from server '{name}': none of the server's tool calls is running, "
-                "and awf-mcp forwards such a request to the agent only during one"
+                f"awf-mcp refused {method} from server '{name}': none of the server's tool calls, prompts "
+                "or reads is running, and awf-mcp forwards such a request to the agent only during one"
             )
         if self._asking >= MAX_PENDING_REQUESTS:
             raise UpstreamRequestRefused(
