@@ -542,6 +542,29 @@ class Catalog:
         return logged
 
 
+def offerings_of(record: PluginRecord) -> dict[str, list[str]]:
+    """What a plugin's providers list besides tools, as its own listing says (``plugins list``):
+    ``prompts`` (names), ``resources`` and ``templates`` (URIs), each sorted. A provider whose
+    listing fails adds nothing (a warning)."""
+    found: dict[str, set[str]] = {"prompts": set(), "resources": set(), "templates": set()}
+    for entry in record.providers:
+        provider = entry.provider
+        if not isinstance(provider, OfferingProvider):
+            continue
+        try:
+            found["prompts"].update(prompt.name for prompt in provider.list_prompts())
+            found["resources"].update(resource.uri for resource in provider.list_resources())
+            found["templates"].update(template.uri for template in provider.list_resource_templates())
+        except Exception as exc:
+            log.warning(
+                "%s: listing its prompts and resources failed: %s: %s",
+                record.describe(),
+                type(exc).__name__,
+                exc,
+            )
+    return {kind: sorted(items) for kind, items in found.items()}
+
+
 def _offers(providers: Sequence[OfferingProvider]) -> set[str]:
     """What the providers offer together: ``prompts``, ``resources``, ``subscribe``, ``completions``,
     ``logging``, and ``prompts_changed`` / ``resources_changed`` when a set may change."""
