@@ -211,13 +211,16 @@ class OfferingHandlers:
 
     async def subscribe_stream(self, stream: object, uris: list[str]) -> list[str]:
         """Subscribe a ``subscriptions/listen`` stream to ``uris`` (the stateless revision's
-        subscriptions); the URIs subscribed, a URI refused left out with a log line."""
+        subscriptions): the first :data:`~awf_mcp.core.catalog.MAX_CLIENT_SUBSCRIPTIONS` distinct
+        ones are tried; the URIs subscribed (those refused are left out, with one log line)."""
         honored: list[str] = []
         refused: list[str] = []
-        for uri in dict.fromkeys(uris):
-            if len(honored) >= MAX_CLIENT_SUBSCRIPTIONS:
-                refused.append(f"more than the {MAX_CLIENT_SUBSCRIPTIONS} one client holds")
-                break
+        distinct = list(dict.fromkeys(uris))
+        if len(distinct) > MAX_CLIENT_SUBSCRIPTIONS:  # only the first are tried
+            refused.append(
+                f"{len(distinct):,} URIs, more than the {MAX_CLIENT_SUBSCRIPTIONS} one client holds"
+            )
+        for uri in distinct[:MAX_CLIENT_SUBSCRIPTIONS]:
             try:
                 await self.catalog.subscribe(uri, stream, on=True)
             except UnknownResourceError as exc:
@@ -227,8 +230,8 @@ class OfferingHandlers:
         if refused:
             log.info(
                 "a listen stream's subscriptions: %d of %d refused (the first: %s)",
-                len(uris) - len(honored),
-                len(uris),
+                len(distinct) - len(honored),
+                len(distinct),
                 refused[0][:300],
             )
         return honored

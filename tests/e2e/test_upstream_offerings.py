@@ -8,6 +8,7 @@ import base64
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -275,6 +276,23 @@ async def test_a_subscription_flood_is_bounded_and_the_server_keeps_serving(tmp_
         assert text_of(await session.call_tool("chg_subscribed", {})).startswith("256: flood://0,")
         await session.unsubscribe_resource("flood://0")
         await session.subscribe_resource("flood://1099")
+        assert (await session.list_prompts()).prompts
+
+
+async def test_a_listen_stream_asking_for_100000_uris_gets_256_and_the_server_keeps_serving(
+    tmp_path: Path,
+) -> None:
+    uris = [f"flood://{n}" for n in range(100_000)]
+    async with mcp_session(
+        "--config", changing(tmp_path), "--no-builtins", cwd=tmp_path, env=NO_PLUGINS, stateless=True
+    ) as session:
+        started = time.monotonic()
+        async with listen(session, resource_subscriptions=uris) as changes:
+            print(f"listen with {len(uris):,} URIs acknowledged in {time.monotonic() - started:.2f} s")
+            assert changes.honored.resource_subscriptions == uris[:256]
+            assert text_of(await session.call_tool("chg_subscribed", {})).startswith("256: flood://0,")
+            await session.call_tool("chg_touch", {"uri": "flood://255"})
+            assert await next_event(changes) == ResourceUpdated(uri="flood://255")
         assert (await session.list_prompts()).prompts
 
 
