@@ -30,6 +30,7 @@ from awf_mcp.cli.runtime import AGENT_FIRST_MESSAGE_SECONDS
 from tests.e2e.test_upstream import NO_PLUGINS, UPSTREAMS, node_server, server_table, write_config
 from tests.helpers.harness import (
     RawServer,
+    answering,
     call_answering,
     mcp_session,
     server_command,
@@ -294,19 +295,12 @@ async def test_a_call_that_times_out_while_the_agent_thinks_ends_and_the_server_
 # ---------------------------------------------------------------- during prompts/get and resources/read
 
 
-async def answering(session: Any, send: Any) -> Any:
-    """``send(input_responses, request_state)`` answered through the session's callbacks on the
-    stateless revision, by the SDK's own retry driver (as :func:`call_answering` does for a call)."""
-    from mcp.client._input_required import run_input_required_driver
-
-    async def dispatch(key: str, request: types.InputRequest) -> Any:
-        context = ClientRequestContext(session=session, request_id=key, meta=None)
-        return await session.dispatch_input_request(context, request)
-
-    first = await send(None, None)
-    if not isinstance(first, types.InputRequiredResult):
-        return first
-    return await run_input_required_driver(first, dispatch=dispatch, retry=send)
+def asking_session(directory: Path, *serve_args: str, **callbacks: Any) -> Any:
+    """``awf-mcp serve`` of the asking upstream alone, with SERVE_ARGS, the agent's CALLBACKS."""
+    config = asking_config(directory)
+    return mcp_session(
+        "--config", config, "--no-builtins", *serve_args, cwd=directory, env=NO_PLUGINS, **callbacks
+    )
 
 
 async def test_a_prompt_or_a_read_that_asks_the_client_reaches_the_agent_and_the_audit_log(
@@ -314,17 +308,7 @@ async def test_a_prompt_or_a_read_that_asks_the_client_reaches_the_agent_and_the
 ) -> None:
     agent = Agent()
     audit = tmp_path / "audit.jsonl"
-    config = asking_config(tmp_path)
-    async with mcp_session(
-        "--config",
-        config,
-        "--no-builtins",
-        "--audit-log",
-        str(audit),
-        cwd=tmp_path,
-        env=NO_PLUGINS,
-        **agent.callbacks(),
-    ) as session:
+    async with asking_session(tmp_path, "--audit-log", str(audit), **agent.callbacks()) as session:
         prompt = await session.get_prompt("asking_sampled", {"prompt": "hello"})
         assert prompt.messages[0].content.text == "sampled: you said hello (stand-in-model)"  # type: ignore[union-attr]
         read = await session.read_resource("ask://name")
@@ -342,8 +326,7 @@ async def test_a_prompt_or_a_read_that_asks_the_client_reaches_the_agent_and_the
 
 
 async def test_a_prompt_or_a_read_asks_an_agent_without_the_capability_nothing(tmp_path: Path) -> None:
-    config = asking_config(tmp_path)
-    async with mcp_session("--config", config, "--no-builtins", cwd=tmp_path, env=NO_PLUGINS) as session:
+    async with asking_session(tmp_path) as session:
         prompt = await session.get_prompt("asking_sampled", {"prompt": "hello"})
         assert prompt.messages[0].content.text == (  # type: ignore[union-attr]
             "sample refused: awf-mcp refused sampling/createMessage from server 'asking': it did not "
@@ -356,16 +339,8 @@ async def test_on_the_stateless_revision_a_prompt_or_a_read_asks_through_input_r
     tmp_path: Path,
 ) -> None:
     agent = Agent()
-    config = asking_config(tmp_path)
-    async with mcp_session(
-        "--config",
-        config,
-        "--no-builtins",
-        cwd=tmp_path,
-        env=NO_PLUGINS,
-        stateless=True,
-        sampling_callback=agent.sample,
-        elicitation_callback=agent.elicit,
+    async with asking_session(
+        tmp_path, stateless=True, sampling_callback=agent.sample, elicitation_callback=agent.elicit
     ) as session:
         first = await session.get_prompt("asking_sampled", {"prompt": "x"}, allow_input_required=True)
         assert isinstance(first, types.InputRequiredResult)
