@@ -222,7 +222,7 @@ class OfferingHandlers:
             )
         for uri in distinct[:MAX_CLIENT_SUBSCRIPTIONS]:
             try:
-                await self.catalog.subscribe(uri, stream, on=True)
+                await self.catalog.subscribe(uri, stream, on=True, ends_itself=True)
             except UnknownResourceError as exc:
                 refused.append(exc.message)
                 continue
