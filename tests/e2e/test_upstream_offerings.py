@@ -398,6 +398,26 @@ async def test_over_http_a_listening_stateless_client_is_told_of_prompt_and_reso
                 assert read.contents[0].text == "the text of note://http"  # type: ignore[union-attr]
 
 
+async def test_over_http_a_stateless_client_gets_its_resource_updates_and_the_logs_it_asked_for(
+    tmp_path: Path,
+) -> None:
+    logged: list[LoggingMessageNotificationParams] = []
+
+    async def on_log(params: LoggingMessageNotificationParams) -> None:
+        logged.append(params)
+
+    with http_serve("--config", changing(tmp_path), "--no-builtins", cwd=tmp_path) as (url, _):
+        async with http_session(url, logging_callback=on_log) as session:
+            await session.discover()
+            async with listen(session, resource_subscriptions=["note://fixed"]) as changes:
+                assert changes.honored.resource_subscriptions == ["note://fixed"]
+                await session.call_tool("chg_touch", {"uri": "note://fixed"})
+                assert await next_event(changes) == ResourceUpdated(uri="note://fixed")
+            info = {"io.modelcontextprotocol/logLevel": "info"}
+            await session.call_tool("chg_say", {"text": "over http"}, meta=info)
+            assert [(p.logger, p.data) for p in logged] == [("chg/changing-logger", "over http")]
+
+
 async def test_over_http_a_handshake_era_session_gets_resource_updates_on_its_get_stream(
     tmp_path: Path,
 ) -> None:
