@@ -475,6 +475,24 @@ class ClientChannel(Protocol):
         ...
 
 
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+"""The levels of MCP log messages (``notifications/message``), the least severe first."""
+
+
+@runtime_checkable
+class RequestLog(Protocol):
+    """Log messages sent on the call's own request, as the stateless revision (2026-07-28) delivers
+    them: only to a request whose ``_meta`` asked for them, at its level and above."""
+
+    def log_level(self) -> str | None:
+        """The least severe level (among :data:`LOG_LEVELS`) the request asked for; ``None``: none."""
+        ...
+
+    async def log(self, level: str, logger: str, data: Any) -> None:
+        """Send one log message on the request (the client's level filters it)."""
+        ...
+
+
 class NoClientChannel:
     """The channel of a call with no client behind it (``awf-mcp tools call``, unit tests)."""
 

@@ -379,11 +379,12 @@ def client_config(
 @plugins_app.command("list")
 @with_options("config")
 def plugins_list(json_output: JsonOpt = False, *, options: ServeOptions) -> None:
-    """Show every plugin found: distribution, version, location, tools and status."""
+    """Show every plugin found: distribution, version, location, tools, prompts, resources and status."""
     import anyio
 
     from awf_mcp.cli import runtime
     from awf_mcp.core import config
+    from awf_mcp.core.catalog import offerings_of
     from awf_mcp.core.plugins import load
 
     loaded = load(config.load(options), on_failure=lambda record: None)
@@ -395,6 +396,7 @@ def plugins_list(json_output: JsonOpt = False, *, options: ServeOptions) -> None
             "location": r.location,
             "status": r.status,
             "tools": r.tool_names,
+            **offerings_of(r),
         }
         for r in loaded.records
     ]
@@ -403,20 +405,24 @@ def plugins_list(json_output: JsonOpt = False, *, options: ServeOptions) -> None
         print(json.dumps({"plugins": rows}, indent=2, sort_keys=True))
         return
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=f"{len(rows)} plugins", title_justify="left")
-    for column in ("name", "distribution", "version", "status", "tools", "location"):
+    for column in ("name", "distribution", "version", "status", "tools", "prompts", "resources", "location"):
         table.add_column(column)
     for row in rows:
-        table.add_row(
+        cells = [
             row["name"],
             row["distribution"],
             row["version"],
             row["status"],
             ", ".join(row["tools"]),
+            ", ".join(row["prompts"]),
+            ", ".join(row["resources"] + row["templates"]),
             row["location"],
-        )
+        ]
+        table.add_row(*(escape(cell) for cell in cells))
     Console().print(table)
 
 

@@ -35,6 +35,9 @@ configuration order):
   with a sentence. At most :data:`MAX_SUBSCRIPTIONS` are held, all clients together: past that,
   the client that subscribed least recently loses its subscriptions to make room (an HTTP
   client gone without unsubscribing cannot hold them for ever; a client cannot evict itself).
+  A listen stream's subscriptions end with the stream, so they are never evicted (the stream
+  would go on unaware): past the bound its new ones are refused when no other client can make
+  room.
 * A provider that changes its prompts or resources makes the catalog merge again;
   every :meth:`Catalog.watch` listener is awaited with the kind (``prompts`` or
   ``resources``), as the registry tells of tools.
@@ -242,6 +245,8 @@ class Catalog:
         self._subscribed: dict[str, set[Hashable]] = {}
         self._last_subscribed: dict[Hashable, None] = {}
         """The clients holding subscriptions, the one that subscribed least recently first."""
+        self._ending_themselves: set[Hashable] = set()
+        """The subscribers whose subscriptions end with them (listen streams): never evicted."""
         self._runners: dict[int, _PromptRunner] = {}
         self._served = self._merge(None)
         self.prompt_invoker = invoker.over(Registry(self._served.prompts.values()), kind="prompt")
@@ -454,9 +459,11 @@ class Catalog:
         completion: Mapping[str, Any] = await complete(request)
         return completion
 
-    async def subscribe(self, uri: str, who: Hashable, on: bool) -> None:
+    async def subscribe(self, uri: str, who: Hashable, on: bool, *, ends_itself: bool = False) -> None:
         """Subscribe ``who`` to updates of ``uri`` (``on``) or end it; raises :class:`UnknownResourceError`
-        (with the sentence to send) when refused."""
+        (with the sentence to send) when refused. A subscriber that ``ends_itself`` (a listen stream,
+        whose subscriptions end with it) is never made to room for others: past the bound in all,
+        its new subscription is refused instead when no other client can make room."""
         subscribers = self._subscribed.get(uri, set())
         if not on:
             if who in subscribers:
@@ -477,7 +484,11 @@ class Catalog:
                 "for one client; unsubscribe from some first"
             )
         if held.total() >= MAX_SUBSCRIPTIONS:
-            others = [client for client in self._last_subscribed if client != who and held[client]]
+            others = [
+                client
+                for client in self._last_subscribed
+                if client != who and held[client] and client not in self._ending_themselves
+            ]
             if not others:
                 raise UnknownResourceError(
                     f"{MAX_SUBSCRIPTIONS} subscriptions are held, the most awf-mcp holds; "
@@ -491,6 +502,8 @@ class Catalog:
         if not subscribers:
             await self._upstream_subscription(uri, on=True)
         self._subscribed.setdefault(uri, set()).add(who)
+        if ends_itself:
+            self._ending_themselves.add(who)
         self._last_subscribed.pop(who, None)
         self._last_subscribed[who] = None  # the most recent last
 
@@ -499,6 +512,7 @@ class Catalog:
         for uri in [uri for uri, subscribers in self._subscribed.items() if who in subscribers]:
             await self.subscribe(uri, who, on=False)
         self._last_subscribed.pop(who, None)
+        self._ending_themselves.discard(who)
 
     def subscribers(self, uri: str) -> set[Hashable]:
         """Who is subscribed to ``uri``."""
@@ -540,6 +554,29 @@ class Catalog:
                 listener(level, marked, data)
 
         return logged
+
+
+def offerings_of(record: PluginRecord) -> dict[str, list[str]]:
+    """What a plugin's providers list besides tools, as its own listing says (``plugins list``):
+    ``prompts`` (names), ``resources`` and ``templates`` (URIs), each sorted. A provider whose
+    listing fails adds nothing (a warning)."""
+    found: dict[str, set[str]] = {"prompts": set(), "resources": set(), "templates": set()}
+    for entry in record.providers:
+        provider = entry.provider
+        if not isinstance(provider, OfferingProvider):
+            continue
+        try:
+            found["prompts"].update(prompt.name for prompt in provider.list_prompts())
+            found["resources"].update(resource.uri for resource in provider.list_resources())
+            found["templates"].update(template.uri for template in provider.list_resource_templates())
+        except Exception as exc:
+            log.warning(
+                "%s: listing its prompts and resources failed: %s: %s",
+                record.describe(),
+                type(exc).__name__,
+                exc,
+            )
+    return {kind: sorted(items) for kind, items in found.items()}
 
 
 def _offers(providers: Sequence[OfferingProvider]) -> set[str]:

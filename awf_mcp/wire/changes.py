@@ -10,12 +10,17 @@
   once, all clients together); each stream that asked for a kind of change gets its
   notification on its own response stream. At shutdown (stdin EOF, HTTP stop) the open
   streams end with their result and new ones are refused.
+* A stream's ``resourceSubscriptions`` (the URIs whose ``notifications/resources/updated`` it
+  wants) are what that revision has instead of ``resources/subscribe``: when a
+  :class:`StreamSubscriptions` is given, each URI is subscribed for the stream before its
+  acknowledgement, which honors only the URIs subscribed (a URI refused is left out of it), and
+  the stream's subscriptions end with it.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import mcp_types as types
@@ -34,6 +39,9 @@ to list it."""
 
 LISTEN_LIMIT = 64
 """How many ``subscriptions/listen`` streams may be open at once, all clients together."""
+
+STREAM_END_SECONDS = 5.0
+"""How long ending a closed stream's subscriptions (unsubscribing upstream) may take."""
 
 
 class ListedBy:
@@ -71,6 +79,18 @@ class ListedBy:
             log.debug("%s/list_changed not sent: %s", self.kind, describe_exception(exc))
 
 
+class StreamSubscriptions(Protocol):
+    """Subscribes a listen stream to resource updates (see the module docstring)."""
+
+    async def subscribe_stream(self, stream: object, uris: list[str]) -> list[str]:
+        """Subscribe ``stream`` (a key of its own) to ``uris``; the URIs subscribed."""
+        ...
+
+    async def end_stream(self, stream: object) -> None:
+        """End every subscription of ``stream``."""
+        ...
+
+
 class ListenStreams:
     """The open ``subscriptions/listen`` streams; see the module docstring."""
 
@@ -79,6 +99,8 @@ class ListenStreams:
         self._handler = ListenHandler(self._bus, max_subscriptions=LISTEN_LIMIT)
         self._open = 0
         self._ended = False
+        self.subscriptions: StreamSubscriptions | None = None
+        """Who subscribes a stream's ``resourceSubscriptions`` (``None``: none are honored)."""
 
     async def publish(self, event: ServerEvent) -> None:
         """Tell every stream that asked for ``event``'s kind."""
@@ -96,10 +118,23 @@ class ListenStreams:
                 "serves at once; end one before listening again",
             )
         self._open += 1
+        stream = object()
         try:
+            wanted = params.notifications.resource_subscriptions
+            if wanted:
+                honored = (
+                    await self.subscriptions.subscribe_stream(stream, wanted) if self.subscriptions else []
+                )
+                notifications = params.notifications.model_copy(
+                    update={"resource_subscriptions": honored or None}
+                )
+                params = params.model_copy(update={"notifications": notifications})
             return await self._handler(ctx, params)
         finally:
             self._open -= 1
+            if self.subscriptions is not None:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(STREAM_END_SECONDS):
+                    await self.subscriptions.end_stream(stream)
 
     def end(self) -> None:
         """End every open stream with its result; refuse new ones (shutdown)."""

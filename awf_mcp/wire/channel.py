@@ -17,6 +17,12 @@ port) through which the core asks the client, on whichever protocol family the c
   minutes to live), so a client can neither read nor forge it, nor move it to another
   call.
 
+On the stateless revision the channel is also the call's :class:`~awf_mcp.ports.RequestLog`:
+the log level the request's ``_meta`` asked for (``io.modelcontextprotocol/logLevel``), and the
+log messages of the upstreams it reaches sent on its own response stream, at that level and
+above (the SDK drops the rest). Up to 2025-11-25 it has no level: log messages go to the
+connections that set one with ``logging/setLevel`` (:mod:`awf_mcp.wire.offerings`).
+
 Client capabilities are read from the handshake or from the request's ``_meta``; a
 question the client has no capability for is :class:`~awf_mcp.ports.ClientCannotAnswer`.
 The client's roots are kept per session (stdio: the one client; HTTP: the
@@ -41,7 +47,14 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from awf_mcp.ports import CLIENT_METHODS, ClientCannotAnswer, ClientFeature, InputRequired
+from awf_mcp.ports import (
+    CLIENT_METHODS,
+    LOG_LEVELS,
+    ClientCannotAnswer,
+    ClientFeature,
+    InputRequired,
+    visible_text,
+)
 
 
 def client_name(ctx: ServerRequestContext[Any]) -> str | None:
@@ -93,7 +106,7 @@ def session_key(ctx: ServerRequestContext[Any]) -> Hashable | None:
 class ClientChannel:
     """The :class:`~awf_mcp.ports.ClientChannel` of one call; see the module docstring."""
 
-    def __init__(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> None:
+    def __init__(self, ctx: ServerRequestContext[Any], params: types.InputResponseRequestParams) -> None:
         self.ctx = ctx
         self.stateless = is_version_at_least(ctx.protocol_version or "", INPUT_REQUIRED_VERSION)
         self.asked: set[str] = set()
@@ -102,7 +115,7 @@ class ClientChannel:
         if self.stateless:
             self._restore(ctx, params)
 
-    def _restore(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> None:
+    def _restore(self, ctx: ServerRequestContext[Any], params: types.InputResponseRequestParams) -> None:
         """What earlier rounds of this call asked and learnt (the state was unsealed by the SDK)."""
         with contextlib.suppress(ValueError, TypeError, AttributeError):
             state = json.loads(params.request_state or "{}")
@@ -117,6 +130,18 @@ class ClientChannel:
                 key: value.model_dump(by_alias=True, mode="json", exclude_none=True)
                 for key, value in params.input_responses.items()
             }
+
+    def log_level(self) -> str | None:
+        """The log level this request asked for on the stateless revision; ``None`` otherwise."""
+        if not self.stateless:
+            return None
+        level = (self.ctx.meta or {}).get(types.LOG_LEVEL_META_KEY)
+        return level if level in LOG_LEVELS else None
+
+    async def log(self, level: str, logger: str, data: Any) -> None:
+        """Send one log message on this request's stream (the SDK keeps to the level asked)."""
+        if level in LOG_LEVELS:
+            await self.ctx.session.send_log_message(level, data, logger=visible_text(logger))  # type: ignore[arg-type]
 
     def supports(self, feature: ClientFeature) -> bool:
         """True when the client declared the capability ``feature`` needs."""

@@ -10,16 +10,23 @@ one offers logging.
 
 * Lists are paged (:data:`~awf_mcp.core.catalog.PAGE_ITEMS` items a page; the cursor is
   awf-mcp's own, and one it did not give is ``-32602``).
-* ``prompts/get`` and ``resources/read`` run through the call path (the catalog's); a failure
+* ``prompts/get`` and ``resources/read`` run through the call path (the catalog's), each with its
+  :class:`~awf_mcp.wire.channel.ClientChannel` as a tool call has: an upstream's sampling or
+  elicitation request meanwhile reaches the agent on the back-channel, or as ``input_required``
+  on the stateless revision; a failure
   (unknown name or URI, a policy's denial, a timeout, the provider's error) is a JSON-RPC error
   with its sentence, and so is a result over the frame limit.
 * A change of prompts or resources is told as the tools' is (:mod:`awf_mcp.wire.changes`):
   ``notifications/<kind>/list_changed`` to the handshake-era connections that listed them,
   and the event to the ``subscriptions/listen`` streams.
 * ``notifications/resources/updated`` goes to the connections subscribed to the URI (and as
-  an event to listen streams); ``notifications/message`` of a provider goes to the connections
-  that set a log level (the latest :data:`~awf_mcp.wire.changes.LISTED_BY_LIMIT`), its
-  ``logger`` marked with the server's name (``<server>`` or ``<server>/<logger>``). At most
+  an event to listen streams); on the stateless revision a listen stream's
+  ``resourceSubscriptions`` are subscribed for it (:meth:`OfferingHandlers.subscribe_stream`,
+  under the catalog's bounds) and end with it. ``notifications/message`` of a provider goes to
+  the connections that set a log level (the latest
+  :data:`~awf_mcp.wire.changes.LISTED_BY_LIMIT`, each at its level and above), its ``logger``
+  marked with the server's name (``<server>`` or ``<server>/<logger>``); on the stateless
+  revision it rides the request that asked for it instead (:mod:`awf_mcp.wire.channel`). At most
   :data:`MAX_PENDING_NOTICES` of these wait to be sent at once; more are dropped (a provider
   flooding them cannot grow awf-mcp's memory).
 """
@@ -39,11 +46,11 @@ from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, R
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from awf_mcp.core.catalog import Catalog, UnknownResourceError, page
+from awf_mcp.core.catalog import MAX_CLIENT_SUBSCRIPTIONS, Catalog, UnknownResourceError, page
 from awf_mcp.errors import UnknownToolError, describe_exception
-from awf_mcp.ports import visible_text
+from awf_mcp.ports import LOG_LEVELS, InputRequired, visible_text
 from awf_mcp.wire.changes import LISTED_BY_LIMIT, ListedBy, ListenStreams
-from awf_mcp.wire.channel import client_name, session_key
+from awf_mcp.wire.channel import ClientChannel, client_name, session_key
 from awf_mcp.wire.mapping import (
     prompt_result_to_mcp,
     prompt_to_mcp,
@@ -78,14 +85,16 @@ class OfferingHandlers:
         self.listen = listen
         self.prompts_listed_by = ListedBy("prompts")
         self.resources_listed_by = ListedBy("resources")
-        self._log_sessions: dict[int, Any] = {}
+        self._log_sessions: dict[int, tuple[Any, str]] = {}
+        """The connections that set a log level, with it (the latest :data:`LISTED_BY_LIMIT`)."""
         self._subscriber_sessions: dict[Hashable, Any] = {}
         """The latest SDK session of each subscribed client (stdio: the one; HTTP: per session id)."""
-        self._log_level = ""
         self._pending: set[asyncio.Task[None]] = set()
         catalog.watch(self.notify_changed)
         catalog.update_listeners.append(self._updated)
         catalog.log_listeners.append(self._logged)
+        if "subscribe" in catalog.offers:
+            listen.subscriptions = self
 
     def register(self, server: Server[Any]) -> None:
         """Register the handlers of what the catalog offers on ``server``."""
@@ -127,14 +136,18 @@ class OfferingHandlers:
 
     async def _get_prompt(
         self, ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
-    ) -> types.GetPromptResult:
+    ) -> types.GetPromptResult | types.InputRequiredResult:
+        channel = ClientChannel(ctx, params)
         try:
             result = await self.catalog.get_prompt(
                 params.name,
                 params.arguments or {},
                 client_name=client_name(ctx),
+                channel=channel,
                 session=session_key(ctx),
             )
+        except InputRequired as question:
+            return channel.input_required(question)
         except UnknownToolError as exc:
             raise MCPError(code=types.INVALID_PARAMS, message=visible_text(exc.message)) from None
         return prompt_result_to_mcp(result, params.name)
@@ -161,11 +174,14 @@ class OfferingHandlers:
 
     async def _read(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
+    ) -> types.ReadResourceResult | types.InputRequiredResult:
+        channel = ClientChannel(ctx, params)
         try:
             result = await self.catalog.read_resource(
-                params.uri, client_name=client_name(ctx), session=session_key(ctx)
+                params.uri, client_name=client_name(ctx), channel=channel, session=session_key(ctx)
             )
+        except InputRequired as question:
+            return channel.input_required(question)
         except UnknownToolError as exc:
             raise MCPError(code=types.INVALID_PARAMS, message=visible_text(exc.message)) from None
         return read_result_to_mcp(result, params.uri)
@@ -192,6 +208,37 @@ class OfferingHandlers:
         if who is not None:
             await self.catalog.subscribe(params.uri, who, on=False)
         return types.EmptyResult()
+
+    async def subscribe_stream(self, stream: object, uris: list[str]) -> list[str]:
+        """Subscribe a ``subscriptions/listen`` stream to ``uris`` (the stateless revision's
+        subscriptions): the first :data:`~awf_mcp.core.catalog.MAX_CLIENT_SUBSCRIPTIONS` distinct
+        ones are tried; the URIs subscribed (those refused are left out, with one log line)."""
+        honored: list[str] = []
+        refused: list[str] = []
+        distinct = list(dict.fromkeys(uris))
+        if len(distinct) > MAX_CLIENT_SUBSCRIPTIONS:  # only the first are tried
+            refused.append(
+                f"{len(distinct):,} URIs, more than the {MAX_CLIENT_SUBSCRIPTIONS} one client holds"
+            )
+        for uri in distinct[:MAX_CLIENT_SUBSCRIPTIONS]:
+            try:
+                await self.catalog.subscribe(uri, stream, on=True, ends_itself=True)
+            except UnknownResourceError as exc:
+                refused.append(exc.message)
+                continue
+            honored.append(uri)
+        if refused:
+            log.info(
+                "a listen stream's subscriptions: %d of %d refused (the first: %s)",
+                len(distinct) - len(honored),
+                len(distinct),
+                refused[0][:300],
+            )
+        return honored
+
+    async def end_stream(self, stream: object) -> None:
+        """End the subscriptions of a ``subscriptions/listen`` stream that ended."""
+        await self.catalog.forget(stream)
 
     # ------------------------------------------------------------------ completion and logging
 
@@ -224,7 +271,7 @@ class OfferingHandlers:
         )  # one per handshake-era connection (the session is per request)
         key = id(connection) if connection is not None else id(ctx.session)
         self._log_sessions.pop(key, None)
-        self._log_sessions[key] = ctx.session
+        self._log_sessions[key] = (ctx.session, params.level)
         while len(self._log_sessions) > LISTED_BY_LIMIT:
             self._log_sessions.pop(next(iter(self._log_sessions)))
         await self.catalog.set_logging_level(params.level)
@@ -266,5 +313,8 @@ class OfferingHandlers:
                 self._soon(session.send_resource_updated(uri))
 
     def _logged(self, level: str, logger: str, data: Any) -> None:
-        for session in list(self._log_sessions.values()):
-            self._soon(session.send_log_message(level, data, logger=visible_text(logger)))
+        if level not in LOG_LEVELS:
+            return
+        for session, wanted in list(self._log_sessions.values()):
+            if LOG_LEVELS.index(level) >= LOG_LEVELS.index(wanted):
+                self._soon(session.send_log_message(level, data, logger=visible_text(logger)))

@@ -152,3 +152,72 @@ def test_serve_from_an_agent_says_nothing_of_the_kind(tmp_path: Path) -> None:
         timeout=30,
     )
     assert done.returncode == 0 and "waiting for an MCP client" not in done.stderr
+
+
+OFFERING_PLUGIN = """
+from awf_mcp import hookimpl, prompt, resource, tool
+
+
+@tool
+def notes_count() -> str:
+    \"\"\"How many notes there are.\"\"\"
+    return "2"
+
+
+@prompt
+def notes_summarize(topic: str) -> str:
+    \"\"\"Summarize the notes on a topic.
+
+    Args:
+        topic: What the notes are about.
+    \"\"\"
+    return f"Summarize the notes on {topic}."
+
+
+@resource("notes://all")
+def all_notes() -> str:
+    return "one, two"
+
+
+@resource("notes://by-topic/{topic}")
+def notes_on(topic: str) -> str:
+    return topic
+
+
+@hookimpl
+def awf_mcp_register_tools(plugin):
+    plugin.register(notes_count)
+
+
+@hookimpl
+def awf_mcp_register_prompts(plugin):
+    plugin.register(notes_summarize)
+
+
+@hookimpl
+def awf_mcp_register_resources(plugin):
+    plugin.register(all_notes)
+    plugin.register(notes_on)
+"""
+
+
+def test_plugins_list_shows_each_plugins_prompts_and_resources_beside_its_tools(tmp_path: Path) -> None:
+    from tests.helpers.distributions import make_distribution
+
+    plugins = make_distribution(
+        tmp_path / "plugins",
+        dist="awf-plugin-notes",
+        plugin="notes",
+        module="awf_notes",
+        source=OFFERING_PLUGIN,
+    )
+    env = {"AWF_MCP_PLUGIN_PATH": str(plugins), "AWF_MCP_PLUGINS": "notes", "AWF_MCP_NO_PLUGINS": ""}
+    listed = awf("plugins", "list", "--json", cwd=tmp_path, **env)
+    assert listed.returncode == 0, listed.stderr
+    [notes] = [p for p in json.loads(listed.stdout)["plugins"] if p["name"] == "notes"]
+    assert notes["tools"] == ["notes_count"] and notes["prompts"] == ["notes_summarize"]
+    assert notes["resources"] == ["notes://all"] and notes["templates"] == ["notes://by-topic/{topic}"]
+    table = awf("plugins", "list", cwd=tmp_path, COLUMNS="400", **env)
+    assert table.returncode == 0, table.stderr
+    [row] = [line for line in table.stdout.splitlines() if "notes_count" in line]
+    assert "notes_summarize" in row and "notes://all, notes://by-topic/{topic}" in row

@@ -8,15 +8,17 @@ import base64
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-from mcp.client.subscriptions import PromptsListChanged, ResourcesListChanged, listen
+from mcp.client.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated, listen
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     LoggingMessageNotification,
+    LoggingMessageNotificationParams,
     PaginatedRequestParams,
     PromptListChangedNotification,
     PromptReference,
@@ -144,6 +146,54 @@ async def test_on_the_stateless_revision_prompts_and_resources_are_listed_and_re
         assert prompt.messages[0].content.text == "Hello, Alan!"  # type: ignore[union-attr]
 
 
+async def test_on_the_stateless_revision_a_listen_stream_subscribes_to_resources_upstream(
+    tmp_path: Path,
+) -> None:
+    too_long = "note://" + "x" * 9000  # over the 8 KiB awf-mcp routes: left out of the acknowledgement
+    async with mcp_session(
+        "--config", changing(tmp_path), "--no-builtins", cwd=tmp_path, env=NO_PLUGINS, stateless=True
+    ) as session:
+        async with listen(session, resource_subscriptions=["note://fixed", too_long]) as changes:
+            assert changes.honored.resource_subscriptions == ["note://fixed"]
+            assert text_of(await session.call_tool("chg_subscribed", {})) == "1: note://fixed"
+            await session.call_tool("chg_touch", {"uri": "note://other"})  # not subscribed: not told
+            await session.call_tool("chg_touch", {"uri": "note://fixed"})
+            assert await next_event(changes) == ResourceUpdated(uri="note://fixed")
+        # The stream ended: so does its subscription upstream.
+        with anyio.fail_after(10):
+            while text_of(await session.call_tool("chg_subscribed", {})) != "0: ":
+                await anyio.sleep(0.05)
+
+
+async def test_on_the_stateless_revision_log_messages_ride_the_request_that_asked_for_them(
+    tmp_path: Path,
+) -> None:
+    logged: list[LoggingMessageNotificationParams] = []
+
+    async def on_log(params: LoggingMessageNotificationParams) -> None:
+        logged.append(params)
+
+    async with mcp_session(
+        "--config",
+        changing(tmp_path),
+        "--no-builtins",
+        cwd=tmp_path,
+        env=NO_PLUGINS,
+        stateless=True,
+        logging_callback=on_log,
+    ) as session:
+        await session.call_tool("chg_say", {"text": "not asked for"})
+        await session.call_tool(
+            "chg_say", {"text": "too verbose"}, meta={"io.modelcontextprotocol/logLevel": "error"}
+        )
+        await session.call_tool(
+            "chg_say", {"text": "hello from upstream"}, meta={"io.modelcontextprotocol/logLevel": "info"}
+        )
+        assert [(p.level, p.logger, p.data) for p in logged] == [
+            ("info", "chg/changing-logger", "hello from upstream")
+        ]
+
+
 # ---------------------------------------------------------------- hostile upstreams and clients
 
 
@@ -226,6 +276,23 @@ async def test_a_subscription_flood_is_bounded_and_the_server_keeps_serving(tmp_
         assert text_of(await session.call_tool("chg_subscribed", {})).startswith("256: flood://0,")
         await session.unsubscribe_resource("flood://0")
         await session.subscribe_resource("flood://1099")
+        assert (await session.list_prompts()).prompts
+
+
+async def test_a_listen_stream_asking_for_100000_uris_gets_256_and_the_server_keeps_serving(
+    tmp_path: Path,
+) -> None:
+    uris = [f"flood://{n}" for n in range(100_000)]
+    async with mcp_session(
+        "--config", changing(tmp_path), "--no-builtins", cwd=tmp_path, env=NO_PLUGINS, stateless=True
+    ) as session:
+        started = time.monotonic()
+        async with listen(session, resource_subscriptions=uris) as changes:
+            print(f"listen with {len(uris):,} URIs acknowledged in {time.monotonic() - started:.2f} s")
+            assert changes.honored.resource_subscriptions == uris[:256]
+            assert text_of(await session.call_tool("chg_subscribed", {})).startswith("256: flood://0,")
+            await session.call_tool("chg_touch", {"uri": "flood://255"})
+            assert await next_event(changes) == ResourceUpdated(uri="flood://255")
         assert (await session.list_prompts()).prompts
 
 
@@ -329,6 +396,26 @@ async def test_over_http_a_listening_stateless_client_is_told_of_prompt_and_reso
                 assert await next_event(changes) == ResourcesListChanged()
                 read = await session.read_resource("note://http")
                 assert read.contents[0].text == "the text of note://http"  # type: ignore[union-attr]
+
+
+async def test_over_http_a_stateless_client_gets_its_resource_updates_and_the_logs_it_asked_for(
+    tmp_path: Path,
+) -> None:
+    logged: list[LoggingMessageNotificationParams] = []
+
+    async def on_log(params: LoggingMessageNotificationParams) -> None:
+        logged.append(params)
+
+    with http_serve("--config", changing(tmp_path), "--no-builtins", cwd=tmp_path) as (url, _):
+        async with http_session(url, logging_callback=on_log) as session:
+            await session.discover()
+            async with listen(session, resource_subscriptions=["note://fixed"]) as changes:
+                assert changes.honored.resource_subscriptions == ["note://fixed"]
+                await session.call_tool("chg_touch", {"uri": "note://fixed"})
+                assert await next_event(changes) == ResourceUpdated(uri="note://fixed")
+            info = {"io.modelcontextprotocol/logLevel": "info"}
+            await session.call_tool("chg_say", {"text": "over http"}, meta=info)
+            assert [(p.logger, p.data) for p in logged] == [("chg/changing-logger", "over http")]
 
 
 async def test_over_http_a_handshake_era_session_gets_resource_updates_on_its_get_stream(

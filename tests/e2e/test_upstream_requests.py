@@ -30,6 +30,7 @@ from awf_mcp.cli.runtime import AGENT_FIRST_MESSAGE_SECONDS
 from tests.e2e.test_upstream import NO_PLUGINS, UPSTREAMS, node_server, server_table, write_config
 from tests.helpers.harness import (
     RawServer,
+    answering,
     call_answering,
     mcp_session,
     server_command,
@@ -289,3 +290,79 @@ async def test_a_call_that_times_out_while_the_agent_thinks_ends_and_the_server_
         assert await call(session, "asking_echo", {"message": "on"}) == "echo: on"
         await anyio.sleep(2.5)  # the agent's late answer arrives, for a question no one waits on
         assert await call(session, "asking_echo", {"message": "still"}) == "echo: still"
+
+
+# ---------------------------------------------------------------- during prompts/get and resources/read
+
+
+def asking_session(directory: Path, *serve_args: str, **callbacks: Any) -> Any:
+    """``awf-mcp serve`` of the asking upstream alone, with SERVE_ARGS, the agent's CALLBACKS."""
+    config = asking_config(directory)
+    return mcp_session(
+        "--config", config, "--no-builtins", *serve_args, cwd=directory, env=NO_PLUGINS, **callbacks
+    )
+
+
+async def test_a_prompt_or_a_read_that_asks_the_client_reaches_the_agent_and_the_audit_log(
+    tmp_path: Path,
+) -> None:
+    agent = Agent()
+    audit = tmp_path / "audit.jsonl"
+    async with asking_session(tmp_path, "--audit-log", str(audit), **agent.callbacks()) as session:
+        prompt = await session.get_prompt("asking_sampled", {"prompt": "hello"})
+        assert prompt.messages[0].content.text == "sampled: you said hello (stand-in-model)"  # type: ignore[union-attr]
+        read = await session.read_resource("ask://name")
+        assert read.contents[0].text == 'elicited: accept {"name": "Ada"}'  # type: ignore[union-attr]
+        assert agent.sampled[0].max_tokens == 50 and agent.elicited[0].message == "Your name?"
+    records = {record["tool"]: record for record in map(json.loads, audit.read_text().splitlines())}
+    [sampled] = records["asking_sampled"]["upstream_requests"]
+    assert (sampled["method"], sampled["forwarded"], sampled["outcome"]) == (
+        "sampling/createMessage",
+        True,
+        "answered",
+    )
+    [elicited] = records["ask://name"]["upstream_requests"]
+    assert (elicited["method"], elicited["outcome"]) == ("elicitation/create", "answered")
+
+
+async def test_a_prompt_or_a_read_asks_an_agent_without_the_capability_nothing(tmp_path: Path) -> None:
+    async with asking_session(tmp_path) as session:
+        prompt = await session.get_prompt("asking_sampled", {"prompt": "hello"})
+        assert prompt.messages[0].content.text == (  # type: ignore[union-attr]
+            "sample refused: awf-mcp refused sampling/createMessage from server 'asking': it did not "
+            "advertise sampling to this server, because the agent did not declare it"
+        )
+        assert await call(session, "asking_echo", {"message": "on"}) == "echo: on"
+
+
+async def test_on_the_stateless_revision_a_prompt_or_a_read_asks_through_input_required(
+    tmp_path: Path,
+) -> None:
+    agent = Agent()
+    async with asking_session(
+        tmp_path, stateless=True, sampling_callback=agent.sample, elicitation_callback=agent.elicit
+    ) as session:
+        first = await session.get_prompt("asking_sampled", {"prompt": "x"}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+        [request] = first.input_requests.values()
+        assert request.method == "sampling/createMessage"
+
+        async def get(responses: Any, state: str | None) -> Any:
+            return await session.get_prompt(
+                "asking_sampled",
+                {"prompt": "again"},
+                input_responses=responses,
+                request_state=state,
+                allow_input_required=True,
+            )
+
+        async def read(responses: Any, state: str | None) -> Any:
+            return await session.read_resource(
+                "ask://name", input_responses=responses, request_state=state, allow_input_required=True
+            )
+
+        prompt = await answering(session, get)
+        assert prompt.messages[0].content.text == "sampled: you said again (stand-in-model)"
+        resource = await answering(session, read)
+        assert resource.contents[0].text == 'elicited: accept {"name": "Ada"}'
+        assert await call(session, "asking_echo", {"message": "on"}) == "echo: on"

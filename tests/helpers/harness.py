@@ -114,23 +114,31 @@ async def call_answering(session: ClientSession, name: str, arguments: dict[str,
     as they come; on the stateless revision an ``InputRequiredResult`` is answered
     through the same callbacks by the SDK's own retry driver, as ``mcp.Client`` does.
     """
-    from mcp.client._input_required import run_input_required_driver
-    from mcp.client.session import ClientRequestContext
-    from mcp_types import InputRequest, InputRequiredResult
 
     async def retry(responses: Any, state: str | None) -> Any:
         return await session.call_tool(
             name, arguments, input_responses=responses, request_state=state, allow_input_required=True
         )
 
+    return await answering(session, retry)
+
+
+async def answering(session: ClientSession, send: Callable[[Any, str | None], Any]) -> Any:
+    """The result of ``send(input_responses, request_state)`` (a ``tools/call``, ``prompts/get`` or
+    ``resources/read`` allowing ``input_required``), each ``InputRequiredResult`` answered through
+    the session's callbacks by the SDK's own retry driver, as :func:`call_answering` does."""
+    from mcp.client._input_required import run_input_required_driver
+    from mcp.client.session import ClientRequestContext
+    from mcp_types import InputRequest, InputRequiredResult
+
     async def dispatch(key: str, request: InputRequest) -> Any:
         context = ClientRequestContext(session=session, request_id=key, meta=None)
         return await session.dispatch_input_request(context, request)
 
-    first = await retry(None, None)
+    first = await send(None, None)
     if not isinstance(first, InputRequiredResult):
         return first
-    return await run_input_required_driver(first, dispatch=dispatch, retry=retry)
+    return await run_input_required_driver(first, dispatch=dispatch, retry=send)
 
 
 def text_of(result: Any) -> str:

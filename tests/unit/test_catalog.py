@@ -203,3 +203,34 @@ async def test_subscriptions_are_bounded_per_client_and_in_all_and_the_least_rec
         await catalog.subscribe("t://7", "here", on=True)
     with pytest.raises(UnknownResourceError, match="no server or plugin offers"):
         await catalog.subscribe("x://1", "here", on=True)
+
+
+async def test_a_listen_streams_subscriptions_are_never_evicted_and_past_the_bound_it_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import awf_mcp.core.catalog as catalog_module
+
+    monkeypatch.setattr(catalog_module, "MAX_SUBSCRIPTIONS", 4)
+    provider = Offering("one", templates=("t://{id}",))
+
+    async def subscribe(uri: str, on: bool) -> None:
+        return None
+
+    provider.offers = {"subscribe"}  # type: ignore[attr-defined]
+    provider.subscribe = subscribe  # type: ignore[attr-defined]
+    catalog = catalog_of(provider)
+    stream = object()
+    for n in range(2):
+        await catalog.subscribe(f"t://{n}", stream, on=True, ends_itself=True)
+    for n in range(2, 4):
+        await catalog.subscribe(f"t://{n}", "client", on=True)
+    await catalog.subscribe("t://4", "other", on=True)  # "client" makes room, not the stream
+    assert catalog.subscribers("t://0") == {stream} and catalog.subscribers("t://2") == set()
+    await catalog.subscribe("t://5", "other", on=True)
+    await catalog.subscribe("t://6", stream, on=True, ends_itself=True)  # "other" makes room
+    await catalog.subscribe("t://7", stream, on=True, ends_itself=True)
+    with pytest.raises(UnknownResourceError, match="4 subscriptions are held"):
+        await catalog.subscribe("t://8", "client", on=True)  # only the stream's are held: none evicted
+    assert catalog.subscribers("t://1") == {stream} and catalog.subscribers("t://7") == {stream}
+    await catalog.forget(stream)  # the stream ended
+    await catalog.subscribe("t://8", "client", on=True)

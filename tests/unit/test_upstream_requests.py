@@ -138,7 +138,9 @@ async def test_a_request_goes_to_the_oldest_call_in_flight_and_its_answer_back_u
 
 async def test_with_no_call_in_flight_a_request_is_refused() -> None:
     upstream = await provider(HeldSession())
-    with pytest.raises(UpstreamRequestRefused, match="none of the server's tool calls is running"):
+    with pytest.raises(
+        UpstreamRequestRefused, match="none of the server's tool calls, prompts or reads is running"
+    ):
         await upstream.answer("sampling/createMessage", SAMPLE)
     await upstream.close()
 

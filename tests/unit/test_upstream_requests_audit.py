@@ -151,7 +151,9 @@ async def test_a_request_outside_any_call_goes_into_no_record() -> None:
     requests = CallRequests()
     token = bind_upstream_requests(requests)  # a call of something else is running meanwhile
     try:
-        with pytest.raises(UpstreamRequestRefused, match="none of the server's tool calls is running"):
+        with pytest.raises(
+            UpstreamRequestRefused, match="none of the server's tool calls, prompts or reads is running"
+        ):
             await upstream.answer("sampling/createMessage", SAMPLE)
     finally:
         unbind_upstream_requests(token)

@@ -10,6 +10,10 @@
 * ``roots_changes`` answers how many ``notifications/roots/list_changed`` it has received;
 * ``echo`` answers ``echo: <message>``.
 
+Its prompt ``sampled`` (argument ``prompt``) asks the client's model too, and says what came
+back as the prompt's message; its resource ``ask://name`` asks the client's user for a name,
+and its text is the ``elicited: ...`` answer.
+
 A request the client refuses makes the tool answer ``<tool> refused: <the error's message>``
 (not an error result), so a test reads exactly what the client sent back. Every tool is
 listed whatever the client declared.
@@ -98,8 +102,53 @@ async def call_tool(
         return text(f"{params.name} refused: {exc.error.message}")
 
 
+async def list_prompts(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListPromptsResult:
+    argument = types.PromptArgument(name="prompt", required=True)
+    return types.ListPromptsResult(
+        prompts=[types.Prompt(name="sampled", description="Ask the model.", arguments=[argument])]
+    )
+
+
+async def get_prompt(
+    ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+) -> types.GetPromptResult:
+    try:
+        said = await ask(ctx, "sample", dict(params.arguments or {}))
+    except MCPError as exc:
+        said = f"sample refused: {exc.error.message}"
+    return types.GetPromptResult(
+        messages=[types.PromptMessage(role="user", content=types.TextContent(text=said))]
+    )
+
+
+async def list_resources(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListResourcesResult:
+    return types.ListResourcesResult(resources=[types.Resource(uri="ask://name", name="name")])
+
+
+async def read_resource(
+    ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+) -> types.ReadResourceResult:
+    try:
+        said = await ask(ctx, "elicit", {})
+    except MCPError as exc:
+        said = f"elicit refused: {exc.error.message}"
+    return types.ReadResourceResult(contents=[types.TextResourceContents(uri=str(params.uri), text=said)])
+
+
 async def main() -> None:
-    server: Server[Any] = Server("asking", on_list_tools=list_tools, on_call_tool=call_tool)
+    server: Server[Any] = Server(
+        "asking",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+    )
 
     async def roots_changed(ctx: ServerRequestContext[Any], params: Any) -> None:
         roots_changes.append(params)

@@ -61,7 +61,11 @@ after its tools, each kind under the byte bounds of tools and gated by the pins
 ``unsubscribe``, and ``logging/setLevel`` are forwarded within ``timeout_seconds``, a dead
 connection restarted as for a call; resource updates and log messages go to the callbacks
 the catalog set (:mod:`awf_mcp.core.catalog`, which merges them with the plugins' and routes
-reads). A failure to list them is a warning; the server's tools are served anyway.
+reads), and a log message also to each agent's request following a call of the server
+that asked for its level (:class:`~awf_mcp.ports.RequestLog`, the stateless revision: the server
+is first asked for that level with ``logging/setLevel`` when it was asked for a less verbose one;
+at most :data:`~awf_mcp.core.upstream.routing.MAX_PENDING_LOG_BYTES` wait per request).
+A failure to list them is a warning; the server's tools are served anyway.
 
 Upstream requests
 -----------------
@@ -79,6 +83,9 @@ request is answered so:
   so never learns of a directory awf-mcp's own tools may not touch. ``roots`` is
   advertised with ``listChanged``: a call whose roots differ from those last sent first
   sends the server ``notifications/roots/list_changed`` (the agent's roots change, say).
+* A ``prompts/get`` or ``resources/read`` forwarded to the server is followed as a call is (a
+  :class:`~awf_mcp.core.upstream.routing.Flight` keyed by the prompt's name and arguments, or the
+  URI): "call" below means any of the three.
 * ``sampling/createMessage`` and ``elicitation/create`` are forwarded to the agent
   through the :class:`~awf_mcp.ports.ClientChannel` of a call of this server that an
   agent's call is waiting on ("attached"), the **oldest** one when there are several (the

@@ -37,7 +37,14 @@ from awf_mcp.core.upstream.session import (
     UpstreamGone,
     UpstreamSession,
 )
-from awf_mcp.ports import PromptDefinition, ResourceDefinition, ToolResult
+from awf_mcp.ports import (
+    LOG_LEVELS,
+    CallContext,
+    PromptDefinition,
+    RequestLog,
+    ResourceDefinition,
+    ToolResult,
+)
 
 log = logging.getLogger("awf_mcp.upstream")
 
@@ -57,6 +64,8 @@ class ServerOfferings:
     spec: ServerSpec
     definition_bytes: int
     _prefix: str
+    _log_to_calls: Callable[[str, str, Any], None]  # the request routing's
+    _forward_followed: Callable[..., Awaitable[ToolResult]]  # the provider's
 
     def _init_offerings(self) -> None:
         self.offers: frozenset[str] = frozenset()
@@ -70,6 +79,8 @@ class ServerOfferings:
         """Called with the URI of each ``notifications/resources/updated`` of the server."""
         self.on_log: list[Callable[[str, str | None, Any], None]] = []
         """Called with the level, logger and data of each ``notifications/message`` of the server."""
+        self._log_level_asked: tuple[int, str] | None = None
+        """The session, and the level it was last asked for with ``logging/setLevel``."""
 
     async def _ensure(self) -> UpstreamSession:  # the provider's
         raise NotImplementedError
@@ -179,6 +190,29 @@ class ServerOfferings:
     def _logged(self, level: str, logger: str | None, data: Any) -> None:
         for listener in list(self.on_log):
             listener(level, logger, data)
+        if level in LOG_LEVELS:
+            self._log_to_calls(level, f"{self.spec.name}/{logger}" if logger else self.spec.name, data)
+
+    async def _lower_log_level(self, session: UpstreamSession, context: CallContext) -> None:
+        """Ask the server for log messages at the level the agent's request asked for (stateless
+        revision), when it was last asked for a less verbose one (or none) on this connection."""
+        channel = context.channel
+        wanted = channel.log_level() if isinstance(channel, RequestLog) else None
+        if wanted is None or "logging" not in self.offers:
+            return
+        asked = self._log_level_asked
+        if (
+            asked is not None
+            and asked[0] == id(session)
+            and LOG_LEVELS.index(asked[1]) <= LOG_LEVELS.index(wanted)
+        ):
+            return
+        try:
+            await self._forwarded("logging/setLevel", lambda s: s.set_logging_level(wanted))
+        except UpstreamFailure as exc:
+            log.info("server '%s': logging/setLevel %s failed: %s", self.spec.name, wanted, exc)
+            return
+        self._log_level_asked = (id(session), wanted)
 
     async def _forwarded(self, what: str, action: Callable[[UpstreamSession], Awaitable[Any]]) -> Any:
         """``action`` on a live session, bounded by ``timeout_seconds``; raises :class:`UpstreamFailure`."""
@@ -201,26 +235,22 @@ class ServerOfferings:
         raise NotImplementedError
 
     async def get_prompt(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
-        """Get prompt ``name`` (as served: ``<server>_<prompt>``) with ``arguments``."""
+        """Get prompt ``name`` (as served: ``<server>_<prompt>``) with ``arguments``, as a call is
+        forwarded (the server's requests meanwhile go to the agent)."""
         own = name.removeprefix(self._prefix)
         strings = {key: value if isinstance(value, str) else str(value) for key, value in arguments.items()}
-        try:
-            result: ToolResult = await self._forwarded(
-                f"prompts/get {own}", lambda session: session.get_prompt(own, strings)
-            )
-        except UpstreamFailure as exc:
-            return ToolResult.error(str(exc))
-        return result
+        what = f"prompts/get {own}"
+        return await self._forward_followed(
+            what, strings, (what, what), lambda session, progress: session.get_prompt(own, strings)
+        )
 
     async def read_resource(self, uri: str) -> ToolResult:
-        """Read ``uri`` from the server."""
-        try:
-            result: ToolResult = await self._forwarded(
-                "resources/read", lambda session: session.read_resource(uri)
-            )
-        except UpstreamFailure as exc:
-            return ToolResult.error(str(exc))
-        return result
+        """Read ``uri`` from the server, as a call is forwarded (the server's requests meanwhile go to
+        the agent)."""
+        what = "resources/read"
+        return await self._forward_followed(
+            f"{what} {uri}", {}, (what, what), lambda session, progress: session.read_resource(uri)
+        )
 
     async def complete(self, request: Mapping[str, Any]) -> Mapping[str, Any]:
         """The completion of ``request`` (wire params; a ``ref/prompt`` names the prompt as served)."""
@@ -242,4 +272,10 @@ class ServerOfferings:
 
     async def set_logging_level(self, level: str) -> None:
         """Ask the server for log messages at ``level`` and above; raises :class:`UpstreamFailure`."""
-        await self._forwarded("logging/setLevel", lambda session: session.set_logging_level(level))
+        session = await self._forwarded("logging/setLevel", lambda session: self._set_level(session, level))
+        self._log_level_asked = (id(session), level) if level in LOG_LEVELS else None
+
+    @staticmethod
+    async def _set_level(session: UpstreamSession, level: str) -> UpstreamSession:
+        await session.set_logging_level(level)
+        return session

@@ -334,40 +334,56 @@ class UpstreamProvider(ServerOfferings, RequestRouting):
         outlive an agent's call that ends with ``input_required`` (see "Upstream requests").
         """
         tool = name.removeprefix(self._prefix)
+        return await self._forward_followed(
+            tool,
+            arguments,
+            (f"the call of {tool}", tool),
+            lambda session, progress: session.call_tool(tool, arguments, progress),
+        )
+
+    async def _forward_followed(
+        self,
+        key: str,
+        arguments: Mapping[str, Any],
+        what: tuple[str, str],
+        action: Callable[[UpstreamSession, ProgressCallback | None], Awaitable[ToolResult]],
+    ) -> ToolResult:
+        """``action`` (a call, a ``prompts/get``, a ``resources/read``) on a live session as a
+        :class:`Flight` the agent's request follows: the server's requests meanwhile go to that agent,
+        and on the stateless revision it is suspended and resumed (``key`` and ``arguments`` find it
+        again on the retry); ``what`` names it in the sentences of its failures (``stopped during
+        <what[0]>``, ``did not answer <what[1]>``)."""
         context = current_call()
-        suspended = self._resumable(tool, arguments)
+        suspended = self._resumable(key, arguments)
         if suspended is not None:
             return await self._resume(suspended, context)
         session = await self._ensure()
         await self._announce_roots(session, context)
-        flight = Flight(tool, arguments, context, upstream_requests_of_call())
+        await self._lower_log_level(session, context)
+        flight = Flight(key, arguments, context, upstream_requests_of_call())
         self._in_flight.append(flight)
         progress = _wanted_progress(context)
         forward = None if progress is None else flight.report_progress
         flight.task = asyncio.get_running_loop().create_task(
-            self._forward(flight, session, forward), name=f"awf-mcp call {self.spec.name}/{tool}"
+            self._forward(flight, what, action(session, forward)), name=f"awf-mcp {self.spec.name}: {what[1]}"
         )
         return await self._follow(flight)
 
-    async def _forward(
-        self, flight: Flight, session: UpstreamSession, progress: ProgressCallback | None
-    ) -> None:
-        """The upstream call itself; its outcome goes to ``flight``."""
-        tool = flight.tool
+    async def _forward(self, flight: Flight, what: tuple[str, str], action: Awaitable[ToolResult]) -> None:
+        """The upstream request itself; its outcome goes to ``flight``."""
         try:
             with anyio.fail_after(self.spec.timeout_seconds) if self.spec.timeout_seconds else _no_limit():
-                flight.outcome = await session.call_tool(tool, flight.arguments, progress)
+                flight.outcome = await action
             self.deaths = 0
         except UpstreamGone as exc:
             self._mark_down(str(exc))
             flight.outcome = ToolResult.error(
-                f"server '{self.spec.name}' stopped during the call of {tool}: {exc}; "
-                "the next call restarts it"
+                f"server '{self.spec.name}' stopped during {what[0]}: {exc}; the next call restarts it"
             )
         except TimeoutError:
             flight.outcome = ToolResult.error(
-                f"server '{self.spec.name}' did not answer {tool} within {self.spec.timeout_seconds:g} s "
-                "(timeout_seconds); the call was cancelled"
+                f"server '{self.spec.name}' did not answer {what[1]} within {self.spec.timeout_seconds:g} s "
+                "(timeout_seconds); it was cancelled"
             )
         except Exception as exc:
             flight.failure = exc

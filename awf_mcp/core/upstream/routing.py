@@ -29,9 +29,11 @@ from awf_mcp.core.servers import ServerSpec
 from awf_mcp.core.upstream.session import ClientOffer, UpstreamRequestRefused, UpstreamSession
 from awf_mcp.ports import (
     CLIENT_METHODS,
+    LOG_LEVELS,
     CallContext,
     ClientCannotAnswer,
     InputRequired,
+    RequestLog,
     ToolResult,
 )
 
@@ -45,6 +47,11 @@ MAX_PENDING_REQUESTS = 8
 flooding the agent's user with questions is cut short)."""
 MAX_SUSPENDED = 16
 """How many calls of one server may be suspended at once; beyond that the oldest is cancelled."""
+MAX_PENDING_LOG_BYTES = 1 << 20
+"""How many bytes of the server's log messages (their JSON) may wait to be sent on one agent's
+request; more are dropped (a server flooding them cannot grow awf-mcp's memory)."""
+LOG_SEND_SECONDS = 1.0
+"""How long sending one log message on an agent's request may take (a client that does not read)."""
 
 
 class RequestRouting:
@@ -64,6 +71,7 @@ class RequestRouting:
             while True:
                 await flight.wake.wait()
                 flight.wake = anyio.Event()
+                await flight.send_logs()
                 if flight.ended:
                     if flight.failure is not None:
                         raise flight.failure
@@ -141,6 +149,14 @@ class RequestRouting:
             self._roots_told = None
             await session.roots_changed()
 
+    def _log_to_calls(self, level: str, logger: str, data: Any) -> None:
+        """A log message of the server, to each agent's request following one of its calls that asked
+        for that level (the stateless revision's per-request log delivery)."""
+        for flight in self._in_flight:
+            wanted = flight.log_level()
+            if flight.attached and wanted is not None and LOG_LEVELS.index(level) >= LOG_LEVELS.index(wanted):
+                flight.queue_log(level, logger, data)
+
     def _oldest_attached(self) -> Flight | None:
         return next((flight for flight in self._in_flight if flight.attached), None)
 
@@ -198,8 +214,8 @@ class RequestRouting:
             )
         if flight is None:
             raise UpstreamRequestRefused(
-                f"awf-mcp refused {method} from server '{name}': none of the server's tool calls is running, "
-                "and awf-mcp forwards such a request to the agent only during one"
+                f"awf-mcp refused {method} from server '{name}': none of the server's tool calls, prompts "
+                "or reads is running, and awf-mcp forwards such a request to the agent only during one"
             )
         if self._asking >= MAX_PENDING_REQUESTS:
             raise UpstreamRequestRefused(
@@ -269,6 +285,37 @@ class Flight:
         self.wake = anyio.Event()
         self.task: asyncio.Task[None] | None = None
         self._asking: set[anyio.CancelScope] = set()
+        self._logs: list[tuple[str, str, Any, int]] = []
+        self._log_bytes = 0
+
+    def log_level(self) -> str | None:
+        """The log level the agent's request following this call asked for, if any."""
+        channel = self.context.channel
+        return channel.log_level() if isinstance(channel, RequestLog) else None
+
+    def queue_log(self, level: str, logger: str, data: Any) -> None:
+        """Have the agent's request send this log message (dropped past :data:`MAX_PENDING_LOG_BYTES`)."""
+        size = json_size(data) + len(logger)
+        if self._log_bytes + size > MAX_PENDING_LOG_BYTES:
+            log.debug("a log message of %d bytes is dropped: too many wait", size)
+            return
+        self._logs.append((level, logger, data, size))
+        self._log_bytes += size
+        self.wake.set()
+
+    async def send_logs(self) -> None:
+        """Send the log messages waiting, on the agent's request that follows this call now."""
+        while self._logs:
+            level, logger, data, size = self._logs.pop(0)
+            self._log_bytes -= size
+            channel = self.context.channel
+            if not isinstance(channel, RequestLog):
+                continue
+            try:
+                with anyio.move_on_after(LOG_SEND_SECONDS):
+                    await channel.log(level, logger, data)
+            except Exception as exc:  # the agent gone meanwhile
+                log.debug("a log message was not sent: %s: %s", type(exc).__name__, exc)
 
     def report_progress(self, progress: float, total: float | None, message: str | None) -> None:
         """Progress of the upstream call, to whichever agent call follows it now."""
