@@ -5,7 +5,8 @@ rebinding. A ``token`` makes every request carry ``Authorization: Bearer
 <token>`` or the URL's ``?token=<token>`` (compared in constant time) or get ``401``;
 the caller refuses to bind a non-loopback address without one. Connections are guarded
 by :mod:`awf_mcp.wire.httpguard`: request deadlines, a cap below the open-file limit,
-log records one line each. When ``stop`` is set, the listen streams
+log records one line each. ``GET /healthz`` and ``GET /readyz`` are answered before the token
+check (:mod:`awf_mcp.wire.health`). When ``stop`` is set, the listen streams
 and the sessions' standalone GET streams end (:class:`StandaloneStreams`), so no
 client holding one open holds up the exit.
 """
@@ -196,6 +197,10 @@ async def serve_http(
     app: ASGIApp = streams
     if token:
         app = BearerTokenGuard(app, token)
+    from awf_mcp.wire.health import HealthEndpoints
+
+    serving = anyio.Event()  # set once uvicorn has started, so /readyz says ready from then until stop
+    app = HealthEndpoints(app, ready=lambda: serving.is_set() and not stop.is_set())  # outermost: no token
     config = uvicorn.Config(
         app,
         http=guarded_protocol(ConnectionGuard(connection_limit())),
@@ -205,6 +210,7 @@ async def serve_http(
         log_level=None,
         lifespan="on",
         access_log=False,
+        server_header=False,  # no "server: uvicorn" on any answer, the health probes' included
     )
     http = uvicorn.Server(config)
     http.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]  # ours
@@ -212,6 +218,7 @@ async def serve_http(
     async def announce() -> None:
         while not http.started:
             await anyio.sleep(0.01)
+        serving.set()
         bound = http.servers[0].sockets[0].getsockname()
         shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
         url = f"http://{shown}:{bound[1]}/mcp"
