@@ -109,7 +109,7 @@ def _read_private(path: str) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     except OSError as exc:
         raise UserError(f"cannot read state key file {path}: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "rb", buffering=0) as file:
+    try:
         status = os.fstat(fd)  # of what was opened: no race with a rename
         if not stat.S_ISREG(status.st_mode):
             raise UserError(f"state key file {path} is not a regular file")
@@ -120,10 +120,12 @@ def _read_private(path: str) -> bytes:
             )
         data = b""
         while len(data) <= MAX_FILE_BYTES:  # a file that grows while read stops at the bound
-            chunk = file.read(MAX_FILE_BYTES + 1 - len(data))
+            chunk = os.read(fd, MAX_FILE_BYTES + 1 - len(data))
             if not chunk:
                 break
             data += chunk
+    finally:
+        os.close(fd)
     if len(data) > MAX_FILE_BYTES:
         raise UserError(f"state key file {path} is larger than {MAX_FILE_BYTES:,} bytes: it holds keys only")
     return data
