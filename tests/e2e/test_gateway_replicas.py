@@ -26,7 +26,7 @@ import pytest
 from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import ElicitRequestParams, ElicitResult, InputRequiredResult
+from mcp_types import ElicitRequestParams, ElicitResult
 
 from tests.helpers.gateway import TOKEN, Replica, balancer, get, replica
 from tests.helpers.harness import call_answering, text_of
@@ -117,7 +117,9 @@ def test_an_input_required_retry_is_finished_by_the_other_replica(tmp_path: Path
     """Round robin sends each retry to the replica that did not ask: with the shared key it finishes."""
     with gateway(tmp_path) as (url, replicas):
         outcomes = anyio.run(ask_round_trips, url)
-        made = {server.name: sorted(p.name for p in server.directory.glob("made*.txt")) for server in replicas}
+        made = {
+            server.name: sorted(p.name for p in server.directory.glob("made*.txt")) for server in replicas
+        }
         confirmed = [r for server in replicas for r in server.audit_records() if r.get("confirmation")]
     assert all(not is_error for is_error, _ in outcomes), outcomes
     assert sorted(made["one"] + made["two"]) == [f"made{n}.txt" for n in range(ROUND_TRIPS)]
@@ -131,7 +133,9 @@ def test_without_the_shared_key_the_other_replica_refuses_the_retry(tmp_path: Pa
         outcomes = anyio.run(ask_round_trips, url)
         made = [p for server in replicas for p in server.directory.glob("made*.txt")]
     assert len(outcomes) == ROUND_TRIPS
-    assert all(is_error and "Invalid or expired requestState" in text for is_error, text in outcomes), outcomes
+    assert all(is_error and "Invalid or expired requestState" in text for is_error, text in outcomes), (
+        outcomes
+    )
     assert made == []
 
 

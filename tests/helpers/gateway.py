@@ -103,11 +103,18 @@ def replica(
     )
     with log.open("wb") as errors:  # a pipe nobody reads would fill with the call log and block
         process = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errors, env=server_env(env), cwd=home
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+            env=server_env(env),
+            cwd=home,
         )
     try:
         wait_for(
-            lambda: "listening on" in log.read_text() or process.poll() is not None, 60, f"replica {name} to listen"
+            lambda: "listening on" in log.read_text() or process.poll() is not None,
+            60,
+            f"replica {name} to listen",
         )
         match = re.search(r"listening on (http://\S+)", log.read_text())
         assert match, f"replica {name} did not start: {log.read_text()}"
@@ -173,9 +180,7 @@ def balancer(replicas: Sequence[Replica], directory: Path) -> Iterator[str]:
         )
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_for(
-            lambda: get(f"{base}/readyz") == 200 or process.poll() is not None, 30, "HAProxy to answer"
-        )
+        wait_for(lambda: get(f"{base}/readyz") == 200 or process.poll() is not None, 30, "HAProxy to answer")
         assert process.poll() is None, f"HAProxy did not start: {log.read_text()}"
         yield f"{base}/mcp"
     finally:
