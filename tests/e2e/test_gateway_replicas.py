@@ -50,7 +50,7 @@ def gateway(tmp_path: Path, *, shared_key: bool = True) -> Iterator[tuple[str, l
             if shared_key:
                 env["AWF_MCP_STATE_KEY"] = key
             replicas.append(stack.enter_context(replica(name, tmp_path, env=env)))
-        url = stack.enter_context(balancer(replicas, tmp_path))
+        url = stack.enter_context(balancer(replicas, tmp_path)).url
         yield url, replicas
 
 

@@ -4,17 +4,17 @@ For the end-to-end tests (``tests/e2e/test_gateway_replicas.py``) and the ``repl
 of ``bench/run.py``: real processes on loopback ports, HAProxy run on the very file users copy,
 its addresses given through the environment variables that file reads.
 
-``replica(name, directory, ...)`` starts one server (``--port 0``; its URL read from its
-listening line) with its own working directory, root, audit log and log file;
-``balancer(replicas, directory)`` starts HAProxy in front of two of them and yields its
-``/mcp`` URL once it answers. HAProxy must be installed (``tests/run.sh`` installs Debian's
-package); without it the caller fails with a sentence saying so, it is never skipped.
+``replica(name, directory, ...)`` starts one server on a free port with its own working
+directory, root, audit log and log file, and yields it once its ``/readyz`` says ready;
+``balancer(replicas, directory)`` starts HAProxy in front of two of them and yields it
+(:class:`Balancer`: its ``/mcp`` URL and process) once it answers. HAProxy must be
+installed (``tests/run.sh`` installs Debian's package); without it the caller fails with a
+sentence saying so, it is never skipped.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import socket
 import subprocess
@@ -49,9 +49,7 @@ class Replica:
     @property
     def address(self) -> str:
         """``host:port``, as HAProxy's ``server`` line takes it."""
-        match = re.match(r"http://([^/]+)/", self.url)
-        assert match, self.url
-        return match.group(1)
+        return self.url.removeprefix("http://").split("/", 1)[0]
 
     def audit_records(self) -> list[dict[str, Any]]:
         """The audit log's records so far."""
@@ -82,17 +80,21 @@ def replica(
     env: Mapping[str, str] | None = None,
     args: Sequence[str] = (),
 ) -> Iterator[Replica]:
-    """``awf-mcp serve --transport http`` on a free loopback port, working in ``directory/name``."""
+    """``awf-mcp serve --transport http`` on a free loopback port, working in ``directory/name``.
+
+    Yielded once its ``/readyz`` says ready (start-up done), which any ``--log-level`` allows.
+    """
     home = directory / name
     home.mkdir(parents=True, exist_ok=True)
     log = directory / f"{name}.log"
     audit = directory / f"{name}-audit.jsonl"
+    port = free_port()
     argv = server_command(
         "serve",
         "--transport",
         "http",
         "--port",
-        "0",
+        str(port),
         "--token",
         TOKEN,
         "--root",
@@ -110,15 +112,15 @@ def replica(
             env=server_env(env),
             cwd=home,
         )
+    url = f"http://127.0.0.1:{port}/mcp"
     try:
         wait_for(
-            lambda: "listening on" in log.read_text() or process.poll() is not None,
+            lambda: get(f"http://127.0.0.1:{port}/readyz", 1.0) == 200 or process.poll() is not None,
             60,
-            f"replica {name} to listen",
+            f"replica {name} to be ready",
         )
-        match = re.search(r"listening on (http://\S+)", log.read_text())
-        assert match, f"replica {name} did not start: {log.read_text()}"
-        yield Replica(name, match.group(1), process, home, audit, log)
+        assert process.poll() is None, f"replica {name} did not start: {log.read_text()}"
+        yield Replica(name, url, process, home, audit, log)
     finally:
         if process.poll() is None:
             process.terminate()
@@ -158,9 +160,17 @@ def get(url: str, timeout: float = 5.0) -> int:
         return 0
 
 
+@dataclass
+class Balancer:
+    """A running HAProxy: its ``/mcp`` URL and its process."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+
+
 @contextmanager
-def balancer(replicas: Sequence[Replica], directory: Path) -> Iterator[str]:
-    """HAProxy with ``docs/haproxy.cfg`` in front of two replicas: its ``/mcp`` URL."""
+def balancer(replicas: Sequence[Replica], directory: Path) -> Iterator[Balancer]:
+    """HAProxy with ``docs/haproxy.cfg`` in front of two replicas, once it answers."""
     first, second = replicas
     port = free_port()
     env = {
@@ -182,7 +192,7 @@ def balancer(replicas: Sequence[Replica], directory: Path) -> Iterator[str]:
     try:
         wait_for(lambda: get(f"{base}/readyz") == 200 or process.poll() is not None, 30, "HAProxy to answer")
         assert process.poll() is None, f"HAProxy did not start: {log.read_text()}"
-        yield f"{base}/mcp"
+        yield Balancer(f"{base}/mcp", process)
     finally:
         if process.poll() is None:
             process.terminate()
