@@ -11,7 +11,8 @@ Measured in one run:
   HAProxy to two, in alternating rounds; the median round of each and their ratio (the goal:
   two replicas >= 1.5 x one);
 * where the time goes during those rounds: the CPU seconds of each process (each replica,
-  HAProxy, the load generator), read from ``/proc``, against the machine's cores;
+  HAProxy, the load generator), read from ``/proc``, and of every other process on the machine
+  (``/proc/stat``), against the machine's cores;
 * the latency HAProxy adds, p50 and p99: one client, one call at a time, through HAProxy
   minus directly, HAProxy sending every call to that same replica (a second HAProxy, both
   server lines on it), so that what is measured is the balancer alone; and, for comparison,
@@ -144,6 +145,12 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _machine_busy_seconds() -> float:
+    """CPU seconds all processes of the machine have used (``/proc/stat``: all but idle and iowait)."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(values) - values[3] - values[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def _percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
@@ -187,12 +194,17 @@ def bench_replicas(setup: Any, report: Any) -> None:
             for _ in range(rounds):
                 for key, port in (("one", direct), ("two", through)):
                     before = {name: _cpu_seconds(pid) for name, pid in processes.items()}
+                    machine = _machine_busy_seconds()
                     started = time.perf_counter()
                     rates[key].append(await _throughput(port, seconds))
                     wall = time.perf_counter() - started
+                    ours = 0.0
                     for name, pid in processes.items():
                         share = (_cpu_seconds(pid) - before[name]) / wall
+                        ours += share
                         cpu[key][name] = cpu[key].get(name, 0.0) + share / rounds
+                    others = max(0.0, (_machine_busy_seconds() - machine) / wall - ours)
+                    cpu[key]["other processes"] = cpu[key].get("other processes", 0.0) + others / rounds
             times: dict[str, list[float]] = {"direct": [], "alone": [], "through": []}
             ports = {"direct": direct, "alone": alone_port, "through": through}
             for port in ports.values():
@@ -210,9 +222,9 @@ def bench_replicas(setup: Any, report: Any) -> None:
     report.row("replicas", f"echo_echo calls/s, {CLIENTS} clients, HAProxy to two replicas", two, "calls/s")
     report.row("replicas", "two replicas behind HAProxy / one directly", two / one, "x", f"{cores} cores")
     for key, label in (("one", "one replica directly"), ("two", "HAProxy to two")):
-        used = sum(cpu[key].values())
+        used = sum(cpu[key].values())  # the whole machine: what was measured and everything else
         parts = ", ".join(f"{name} {share:.2f}" for name, share in cpu[key].items() if share >= 0.005)
-        report.row("replicas", f"CPU in use, {label}", used, "cores", f"of {cores}: {parts}")
+        report.row("replicas", f"CPU busy, {label}", used, "cores", f"of {cores}: {parts}")
     d50, d99 = _percentile(measured["direct"], 0.5), _percentile(measured["direct"], 0.99)
     a50, a99 = _percentile(measured["alone"], 0.5), _percentile(measured["alone"], 0.99)
     t50, t99 = _percentile(measured["through"], 0.5), _percentile(measured["through"], 0.99)
