@@ -64,6 +64,17 @@ class Replica:
             self.process.wait()
 
 
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after 10 s; returns once the process has ended."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def wait_for(condition: Any, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -122,13 +133,7 @@ def replica(
         assert process.poll() is None, f"replica {name} did not start: {log.read_text()}"
         yield Replica(name, url, process, home, audit, log)
     finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop(process)
 
 
 def free_port() -> int:
@@ -194,10 +199,4 @@ def balancer(replicas: Sequence[Replica], directory: Path) -> Iterator[Balancer]
         assert process.poll() is None, f"HAProxy did not start: {log.read_text()}"
         yield Balancer(f"{base}/mcp", process)
     finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop(process)
