@@ -15,6 +15,7 @@ the SDK's own Streamable HTTP client on both protocol families:
 from __future__ import annotations
 
 import secrets
+import subprocess
 from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
@@ -29,7 +30,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import ElicitRequestParams, ElicitResult
 
 from tests.helpers.gateway import TOKEN, Replica, balancer, get, replica
-from tests.helpers.harness import call_answering, text_of
+from tests.helpers.harness import call_answering, server_command, server_env, text_of
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 
@@ -173,3 +174,26 @@ def test_a_killed_replica_leaves_stateless_calls_running_and_its_sessions_start_
 
     with gateway(tmp_path) as (url, replicas):
         anyio.run(scenario, url, replicas)
+
+
+@pytest.mark.parametrize("problem", ["open to others", "not hex"])
+def test_a_bad_key_stops_the_start_with_one_line_that_never_shows_it(tmp_path: Path, problem: str) -> None:
+    key = secrets.token_hex(32) if problem == "open to others" else "k" * 64
+    path = tmp_path / "state.key"
+    path.write_text(key + "\n")
+    path.chmod(0o644 if problem == "open to others" else 0o600)
+    done = subprocess.run(
+        server_command(
+            "serve", "--transport", "http", "--port", "0", "--token", TOKEN, "--state-key-file", str(path)
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=server_env(),
+        check=False,
+    )
+    assert done.returncode != 0
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("awf-mcp: error: "), lines
+    assert key not in done.stderr and key[:16] not in done.stderr
+    assert ("chmod 600" if problem == "open to others" else "openssl rand -hex 32") in lines[0]
