@@ -161,7 +161,7 @@ def bench_replicas(setup: Any, report: Any) -> None:
         report.skip("replicas", "HAProxy is not installed (apt-get install haproxy)")
         return
     seconds = 3.0 if setup.quick else 6.0
-    rounds = 2 if setup.quick else 3
+    rounds = 2 if setup.quick else 5
     latency_calls = 300 if setup.quick else 1000
     env = {
         "AWF_MCP_PLUGINS": "echo",
@@ -221,6 +221,15 @@ def bench_replicas(setup: Any, report: Any) -> None:
     report.row("replicas", f"echo_echo calls/s, {CLIENTS} clients, one replica directly", one, "calls/s")
     report.row("replicas", f"echo_echo calls/s, {CLIENTS} clients, HAProxy to two replicas", two, "calls/s")
     report.row("replicas", "two replicas behind HAProxy / one directly", two / one, "x", f"{cores} cores")
+    for key, label, rate in (("one", "one replica directly", one), ("two", "HAProxy to two", two)):
+        replica_cores = sum(share for name, share in cpu[key].items() if name.startswith("replica"))
+        report.row(
+            "replicas",
+            f"calls per CPU second of the replicas, {label}",
+            rate / replica_cores if replica_cores else None,
+            "calls/s",
+            f"{replica_cores:.2f} cores",
+        )
     for key, label in (("one", "one replica directly"), ("two", "HAProxy to two")):
         used = sum(cpu[key].values())  # the whole machine: what was measured and everything else
         parts = ", ".join(f"{name} {share:.2f}" for name, share in cpu[key].items() if share >= 0.005)
