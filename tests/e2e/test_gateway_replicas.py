@@ -7,6 +7,8 @@ the SDK's own Streamable HTTP client on both protocol families:
 * the stateless revision (2026-07-28): calls go round robin, so both audit logs get lines;
   an ``input_required`` round trip (the guard's ``ask``) is finished by the other replica,
   which works with the shared key and fails without it;
+* a key rotated in the documented steps fails no call, even with the replicas half-way
+  through a step; skipping a step does;
 * a handshake-era session (2025-11-25) stays on the replica that answered ``initialize``;
 * one replica killed: the stateless calls go on through the other, and the session that
   lived in it ends with a clear error, after which the client starts a new one.
@@ -41,16 +43,28 @@ ROUND_TRIPS = 4
 
 
 @contextmanager
-def gateway(tmp_path: Path, *, shared_key: bool = True) -> Iterator[tuple[str, list[Replica]]]:
-    """Two replicas (the same key, or each its own) and HAProxy in front: its URL and the replicas."""
+def gateway(
+    tmp_path: Path, *, shared_key: bool = True, key_files: tuple[str, str] | None = None
+) -> Iterator[tuple[str, list[Replica]]]:
+    """Two replicas and HAProxy in front: its URL and the replicas.
+
+    The replicas share a key in ``AWF_MCP_STATE_KEY``, or each has its own (``shared_key``
+    false), or each reads the key file whose text ``key_files`` gives.
+    """
     key = secrets.token_hex(32)
     with ExitStack() as stack:
         replicas = []
-        for name in ("one", "two"):
+        for index, name in enumerate(("one", "two")):
             env = dict(ASK_TOUCH)
-            if shared_key:
+            args: list[str] = []
+            if key_files is not None:
+                path = tmp_path / f"{name}.key"
+                path.write_text(key_files[index])
+                path.chmod(0o600)
+                args = ["--state-key-file", str(path)]
+            elif shared_key:
                 env["AWF_MCP_STATE_KEY"] = key
-            replicas.append(stack.enter_context(replica(name, tmp_path, env=env)))
+            replicas.append(stack.enter_context(replica(name, tmp_path, env=env, args=args)))
         url = stack.enter_context(balancer(replicas, tmp_path)).url
         yield url, replicas
 
@@ -101,11 +115,18 @@ def test_stateless_calls_spread_over_both_replicas(tmp_path: Path) -> None:
     assert sorted(one + two) == sorted(f"echo call {n}" for n in range(8))
 
 
-async def ask_round_trips(url: str) -> list[tuple[bool, str]]:
-    """``touch`` calls the guard asks about, each retried with the answer: (is_error, text) of each."""
+async def ask_round_trips(url: str, *, alternate: bool = False) -> list[tuple[bool, str]]:
+    """``touch`` calls the guard asks about, each retried with the answer: (is_error, text) of each.
+
+    A call and its retry are consecutive requests, so round robin always sends the retry to
+    the replica that did not ask. ``alternate`` puts a ``tools/list`` before every other call,
+    so that the asking replica alternates too.
+    """
     outcomes = []
     async with client(url, stateless=True, elicitation_callback=say_yes) as session:
         for n in range(ROUND_TRIPS):
+            if alternate and n % 2:
+                await session.list_tools()
             try:
                 result = await call_answering(session, "Bash", {"command": f"touch made{n}.txt"})
                 outcomes.append((bool(result.is_error), text_of(result)))
@@ -138,6 +159,32 @@ def test_without_the_shared_key_the_other_replica_refuses_the_retry(tmp_path: Pa
         outcomes
     )
     assert made == []
+
+
+OLD_KEY, NEW_KEY = secrets.token_hex(32), secrets.token_hex(32)
+
+
+@pytest.mark.parametrize(
+    ("files", "finish"),
+    [
+        # The middle of step 2: one replica still seals with the old key, the other with the new
+        # one; each opens both, so every retry finishes wherever it lands.
+        ((f"{OLD_KEY}\n{NEW_KEY}\n", f"# rotated\n{NEW_KEY}\n{OLD_KEY}\n"), True),
+        # Step 1 skipped: what the new key sealed, the replica holding only the old one refuses.
+        ((f"{OLD_KEY}\n", f"{NEW_KEY}\n{OLD_KEY}\n"), False),
+    ],
+    ids=["rotating", "step-skipped"],
+)
+def test_a_key_rotated_in_steps_fails_no_call(tmp_path: Path, files: tuple[str, str], finish: bool) -> None:
+    with gateway(tmp_path, key_files=files) as (url, replicas):
+        outcomes = anyio.run(lambda: ask_round_trips(url, alternate=True))
+        made = [p for server in replicas for p in server.directory.glob("made*.txt")]
+    refused = [text for is_error, text in outcomes if is_error]
+    if finish:
+        assert refused == [] and len(made) == ROUND_TRIPS, outcomes
+    else:  # the calls replica two asked (its new key sealed them) are refused by replica one
+        assert refused and all("Invalid or expired requestState" in text for text in refused), outcomes
+        assert len(refused) < ROUND_TRIPS and len(made) == ROUND_TRIPS - len(refused)
 
 
 def test_a_handshake_session_stays_on_one_replica(tmp_path: Path) -> None:
