@@ -10,7 +10,8 @@ request to the application unchanged.
 * ``/readyz``: ``200 {"status": "ready"}`` while ``ready()`` says so, else
   ``503 {"status": "not ready"}``. The server answers only once start-up has finished (plugins
   loaded, upstream servers started and their tools listed), and stops being ready the moment
-  it begins to shut down, so a balancer sends it no new calls while it drains.
+  it begins to shut down (it takes no new connection then either), so a balancer sends it no
+  new calls while it drains.
 
 Only ``GET`` and ``HEAD`` (headers only); any other method gets ``405`` with ``Allow``. The
 bodies are fixed and small: no version, no tool, plugin or server name, nothing from the
