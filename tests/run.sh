@@ -28,6 +28,18 @@ else
   echo "tests/run.sh: npm not found: the Node.js-based tests will be skipped (AWF_MCP_SKIP_NODE=1)" >&2
   export AWF_MCP_SKIP_NODE=1
 fi
+# HAProxy (Debian's package): the load balancer the replica tests run in front of two servers.
+# Installed when missing; without root to install it, stop here rather than skip those tests.
+if ! command -v haproxy >/dev/null 2>&1 && [ ! -x /usr/sbin/haproxy ]; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq haproxy >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq haproxy; }
+  else
+    echo "tests/run.sh: HAProxy is not installed and cannot be installed here (needs root and apt-get):" \
+      "run 'sudo apt-get install haproxy' first; tests/e2e/test_gateway_replicas.py needs it" >&2
+    exit 1
+  fi
+fi
 set +e
 "$venv/bin/python" -m pytest "$@"
 status=$?

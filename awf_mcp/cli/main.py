@@ -93,6 +93,9 @@ def serve(argv: Sequence[str]) -> None:
             from awf_mcp.ops.httptoken import kept_token
 
             (token, token_file), show_token = kept_token(), True
+        from awf_mcp.ops.statekey import state_keys
+
+        keys = state_keys(launch.state_key_file)
 
         async def run_http() -> None:
             await runtime.serve_http(
@@ -104,6 +107,7 @@ def serve(argv: Sequence[str]) -> None:
                 show_token=show_token,
                 token_file=token_file,
                 observer=observer,
+                state_keys=keys,
             )
 
         anyio.run(run_http)

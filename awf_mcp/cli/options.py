@@ -186,6 +186,15 @@ LAUNCH: tuple[Option, ...] = (
         bool,
         "HTTP on loopback: require no token (every user of this machine can then run every tool as you).",
     ),
+    Option(
+        "state_key_file",
+        "--state-key-file",
+        str,
+        "HTTP: the key replicas share to seal request_state, one hex key per line, the first seals "
+        "(default: $AWF_MCP_STATE_KEY, else a key of this process).",
+        metavar="FILE",
+        path=True,
+    ),
 )
 """The options only ``serve`` has: fields of :class:`LaunchOptions`."""
 
@@ -209,6 +218,7 @@ class LaunchOptions:
     port: int = 8765
     token: str | None = None
     no_token: bool = False
+    state_key_file: str | None = None
 
 
 def serve_parser() -> argparse.ArgumentParser:

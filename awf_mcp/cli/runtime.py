@@ -65,6 +65,7 @@ from awf_mcp.ports import ToolProvider
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from awf_mcp.ops.statekey import StateKeys
     from awf_mcp.wire.framing import Frame, Oversized
 
 log = logging.getLogger("awf_mcp")
@@ -310,13 +311,15 @@ async def serve_http(
     show_token: bool = False,
     token_file: Path | None = None,
     observer: Callable[[CallRecord], None] | None = log_call,
+    state_keys: StateKeys | None = None,
 ) -> None:
     """Run ``awf-mcp serve --transport http`` until SIGTERM or SIGINT.
 
     The URL is logged at INFO once the port is bound. With ``show_token`` (the token is
     awf-mcp's own) the URL carries the token, and when it is kept in ``token_file`` a
     second line says where and how else to send it. Without a token, a warning says who
-    can use the server.
+    can use the server. ``state_keys`` seal ``request_state`` (:mod:`awf_mcp.ops.statekey`; ``None``:
+    a key of this process).
     """
     from awf_mcp.wire import http
     from awf_mcp.wire import server as adapter
@@ -343,8 +346,13 @@ async def serve_http(
     with listener:  # closed here should start-up fail before uvicorn owns it
         async with open_runtime(settings, observer=observer) as runtime:
             mcp_server = adapter.McpServer(
-                runtime.invoker, version=version, instructions=runtime.instructions
+                runtime.invoker,
+                version=version,
+                instructions=runtime.instructions,
+                state_keys=state_keys.keys if state_keys is not None else (),
             )
+            if state_keys is not None:
+                log.info("request_state is sealed with %s", state_keys.describe())
             settle()
             stop = anyio.Event()
             async with anyio.create_task_group() as group:

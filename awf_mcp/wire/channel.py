@@ -13,8 +13,8 @@ port) through which the core asks the client, on whichever protocol family the c
   ``inputResponses``; the re-run call asks the same question, and its answer counts
   only if its key was asked (an answer to a question the server never put is
   ignored). ``request_state`` is sealed by the SDK's :class:`RequestStateBoundary`
-  (AES-GCM under a key made at start-up, bound to the tool name and arguments, ten
-  minutes to live), so a client can neither read nor forge it, nor move it to another
+  (AES-GCM under a key made at start-up, or the replicas' shared key, bound to the tool
+  name and arguments, ten minutes to live), so a client can neither read nor forge it, nor move it to another
   call.
 
 On the stateless revision the channel is also the call's :class:`~awf_mcp.ports.RequestLog`:

@@ -5,7 +5,8 @@ rebinding. A ``token`` makes every request carry ``Authorization: Bearer
 <token>`` or the URL's ``?token=<token>`` (compared in constant time) or get ``401``;
 the caller refuses to bind a non-loopback address without one. Connections are guarded
 by :mod:`awf_mcp.wire.httpguard`: request deadlines, a cap below the open-file limit,
-log records one line each. When ``stop`` is set, the listen streams
+log records one line each. ``GET /healthz`` and ``GET /readyz`` are answered before the token
+check (:mod:`awf_mcp.wire.health`). When ``stop`` is set, the listen streams
 and the sessions' standalone GET streams end (:class:`StandaloneStreams`), so no
 client holding one open holds up the exit.
 """
@@ -151,9 +152,17 @@ def listen(host: str, port: int) -> socket.socket:
     from awf_mcp.wire.httpguard import ACCEPT_BATCH
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # Protocol IPPROTO_TCP, not create_server's 0: asyncio sets TCP_NODELAY only on connections
+    # of a socket that says TCP, and without it each answer's body waits for the client's
+    # delayed ACK of its headers (about 40 ms per request on a kept-alive connection).
+    listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
-        return socket.create_server((host, port), family=family, backlog=ACCEPT_BATCH)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+        listener.listen(ACCEPT_BATCH)
+        return listener
     except OSError as exc:
+        listener.close()
         reason = (exc.strerror or str(exc)).split(" (while attempting", 1)[0]  # the address follows
         raise UserError(f"cannot listen on {host} port {port}: {reason}") from None
 
@@ -196,6 +205,10 @@ async def serve_http(
     app: ASGIApp = streams
     if token:
         app = BearerTokenGuard(app, token)
+    from awf_mcp.wire.health import HealthEndpoints
+
+    serving = anyio.Event()  # set once uvicorn has started, so /readyz says ready from then until stop
+    app = HealthEndpoints(app, ready=lambda: serving.is_set() and not stop.is_set())  # outermost: no token
     config = uvicorn.Config(
         app,
         http=guarded_protocol(ConnectionGuard(connection_limit())),
@@ -205,6 +218,7 @@ async def serve_http(
         log_level=None,
         lifespan="on",
         access_log=False,
+        server_header=False,  # no "server: uvicorn" on any answer, the health probes' included
     )
     http = uvicorn.Server(config)
     http.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]  # ours
@@ -212,6 +226,7 @@ async def serve_http(
     async def announce() -> None:
         while not http.started:
             await anyio.sleep(0.01)
+        serving.set()
         bound = http.servers[0].sockets[0].getsockname()
         shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
         url = f"http://{shown}:{bound[1]}/mcp"

@@ -24,7 +24,10 @@ Where things are
 
 Public surface
 --------------
-``McpServer(invoker, name=..., version=..., instructions=...)``
+``McpServer(invoker, name=..., version=..., instructions=..., state_keys=...)``
+    ``state_keys``       the keys sealing the stateless revision's ``request_state``
+                         (:mod:`awf_mcp.ops.statekey`: the first seals, all open); none: a
+                         key made at start-up, held by this process only;
     ``sdk_server``       the SDK's low-level :class:`mcp.server.Server` (a
                          :class:`ToolsServer`; for in-memory tests and other transports);
     ``serve_stdio(wire)``  serve one client over the claimed stdio descriptors
@@ -48,7 +51,7 @@ No traceback is ever sent.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import mcp_types as types
@@ -131,6 +134,7 @@ class McpServer:
         version: str = "",
         instructions: str | None = None,
         catalog: Catalog | None = None,
+        state_keys: Sequence[bytes] = (),
     ) -> None:
         self.invoker = invoker
         self._tools = types.ListToolsResult(tools=[tool_to_mcp(d) for d in invoker.registry.definitions()])
@@ -160,9 +164,12 @@ class McpServer:
         self.sdk_server.add_notification_handler(
             "notifications/roots/list_changed", types.NotificationParams, self._roots_changed
         )
-        self.sdk_server.middleware.append(
-            RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=name)
+        # request_state: sealed under the shared keys (the first seals, all open) so that any
+        # replica can finish a call another began; without them, under a key of this process.
+        security = (
+            RequestStateSecurity(keys=list(state_keys)) if state_keys else RequestStateSecurity.ephemeral()
         )
+        self.sdk_server.middleware.append(RequestStateBoundary(security, default_audience=name))
 
     async def _roots_changed(self, ctx: ServerRequestContext[Any], params: Any) -> None:
         if self.invoker.client_roots is not None:
