@@ -23,6 +23,8 @@ asks for, the state check, the token exchange and the refresh. This module gives
   :class:`SignInFailed` with one sentence, and nothing is stored but the registered client.
   Signed in means the MCP handshake with the new token succeeded; a server that lets the
   handshake through without asking for a token is recorded as asking for none.
+  :func:`sign_in_without_browser` is the same sign-in for ``serve``'s sign-in through the agent
+  (:mod:`awf_mcp.core.upstream.signin`): the URL goes to the agent, never to a browser.
 * :func:`serving_auth` (``serve``, ``servers list``, ``doctor``): the provider over the stored
   tokens, refreshed by the SDK when they expire. It never asks a person: where the SDK would
   send the user to the authorization page, the connection fails with
@@ -340,6 +342,7 @@ def _loopback() -> Any:
     try:
         yield listener
     finally:
+        listener.redirect.done.set()  # a wait still running (a sign-in given up) ends now
         listener.shutdown()
         listener.server_close()
 
@@ -398,6 +401,15 @@ async def sign_in(
                 entry["asked_for_none"] = time.time()
             return False
         return True
+
+
+async def sign_in_without_browser(spec: ServerSpec, show: Callable[[str], None]) -> None:
+    """:func:`sign_in` for ``serve`` (the :data:`~awf_mcp.core.upstream.SignIn` of the sign-in through
+    the agent): the URL goes only to ``show``; raises :class:`UpstreamFailure` with one sentence."""
+    try:
+        await sign_in(spec, show=show, open_browser=False)
+    except SignInFailed as exc:
+        raise UpstreamFailure(str(exc)) from None
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:
