@@ -17,7 +17,9 @@ asks for, the state check, the token exchange and the refresh. This module gives
   tokens that process stored are taken (looked for during about two seconds): two processes
   refreshing at once keep the sign-in, and a refused refresh never erases what is stored.
 * :func:`sign_in` (``awf-mcp servers login NAME``): a loopback listener on ``127.0.0.1`` and an
-  ephemeral port receives the redirect (the only redirect URI registered); the authorization
+  ephemeral port receives the redirect (the only redirect URI registered; a request naming
+  another host in its ``Host`` header, a page reaching loopback by DNS rebinding, is answered
+  421 and ends nothing); the authorization
   URL goes to ``show`` and, unless told not to, to the browser (:mod:`webbrowser`). It waits
   at most ``timeout`` seconds for the redirect; a denial, a timeout or a state mismatch raises
   :class:`SignInFailed` with one sentence, and nothing is stored but the registered client.
@@ -34,6 +36,12 @@ asks for, the state check, the token exchange and the refresh. This module gives
 * :func:`sign_out` forgets the entry and asks the authorization server to revoke the tokens
   when its metadata names a revocation endpoint (RFC 7009; the answer is reported, not needed).
 * :func:`state` says, without a request, what is stored: signed in (expiry), or needs sign-in.
+
+The authorization server's metadata is taken only when its token, registration and revocation
+endpoints are on its issuer's host, or on a host the server's ``oauth_endpoint_hosts`` lists
+(:func:`endpoint_elsewhere`); otherwise the sign-in, the refresh or the connection fails with
+one sentence naming the host and the line to add, before anything is sent there (``servers
+logout`` then forgets the tokens without revoking them).
 
 No token, code or client secret is logged, printed or put in an error by this module; the
 SDK's ``mcp.client.auth`` logger (tracebacks of OAuth failures) is silenced.
@@ -59,6 +67,7 @@ from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
     OAuthClientMetadata,
+    OAuthMetadata,
     OAuthToken,
 )
 
@@ -164,10 +173,49 @@ class StoredTokens:
             entry["client"] = client_info.model_dump(mode="json", exclude_none=True)
 
 
+def endpoint_elsewhere(spec: ServerSpec, metadata: OAuthMetadata) -> str:
+    """Why METADATA may not be used for SPEC (empty: it may): a token, registration or revocation
+    endpoint on a host other than the issuer's and not in SPEC's ``oauth_endpoint_hosts``."""
+    issuer = (metadata.issuer.host or "").lower().rstrip(".")
+    allowed = {issuer, *spec.oauth_endpoint_hosts}
+    for what, endpoint in (
+        ("token", metadata.token_endpoint),
+        ("registration", metadata.registration_endpoint),
+        ("revocation", metadata.revocation_endpoint),
+    ):
+        host = (endpoint.host or "").lower().rstrip(".") if endpoint is not None else issuer
+        if host not in allowed:
+            shown = inert_text(host[:200])
+            return (
+                f"the authorization server {inert_text(issuer[:200])} puts its {what} endpoint on another "
+                f"host, {shown}, and awf-mcp sends no code or token there: if you trust {shown}, add it "
+                f"to server '{spec.name}': oauth_endpoint_hosts = [\"{shown}\"]"
+            )
+    return ""
+
+
 class _Context(OAuthContext):
     """The SDK's context, taking a token for expired a little before its end (a quarter of its life,
     at most :data:`EXPIRY_MARGIN_SECONDS`): a token refused as expired is answered 401, which the
-    SDK takes for a missing sign-in rather than refreshing."""
+    SDK takes for a missing sign-in rather than refreshing.
+
+    Authorization-server metadata is checked as it is taken (:func:`endpoint_elsewhere`): metadata
+    that puts an endpoint on another host raises :class:`SignInFailed` before any request there."""
+
+    spec: ServerSpec | None = None
+
+    @property
+    def oauth_metadata(self) -> OAuthMetadata | None:
+        checked: OAuthMetadata | None = self.__dict__.get("_checked_metadata")
+        return checked
+
+    @oauth_metadata.setter
+    def oauth_metadata(self, metadata: OAuthMetadata | None) -> None:
+        if metadata is not None and self.spec is not None:
+            refusal = endpoint_elsewhere(self.spec, metadata)
+            if refusal:
+                raise SignInFailed(refusal)
+        self.__dict__["_checked_metadata"] = metadata
 
     def update_token_expiry(self, token: OAuthToken) -> None:
         super().update_token_expiry(token)
@@ -180,7 +228,7 @@ class _Provider(OAuthClientProvider):
     keeps tokens without one, so an expired token would be sent, answered 401 and taken for a
     missing sign-in instead of being refreshed)."""
 
-    def __init__(self, **arguments: Any) -> None:
+    def __init__(self, spec: ServerSpec, **arguments: Any) -> None:
         super().__init__(**arguments)
         held = self.context
         self.context = _Context(
@@ -191,6 +239,7 @@ class _Provider(OAuthClientProvider):
             callback_handler=held.callback_handler,
             client_metadata_url=held.client_metadata_url,
         )
+        self.context.spec = spec
 
     async def _initialize(self) -> None:
         await super()._initialize()
@@ -246,6 +295,7 @@ def _provider(
     _quiet_sdk_logger()
     try:
         return _Provider(
+            spec,
             server_url=spec.url,
             client_metadata=_metadata(redirect_uri),
             storage=storage,
@@ -312,10 +362,12 @@ class _CallbackHandler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         parsed = urllib.parse.urlsplit(self.path)
+        expected_host = f"127.0.0.1:{self.server.server_address[1]}"
+        if self.headers.get("Host", "") != expected_host:  # another name for loopback: DNS rebinding
+            self._refuse(421)
+            return
         if parsed.path != CALLBACK_PATH or self.server.redirect.done.is_set():
-            self.send_response(404)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+            self._refuse(404)
             return
         query = urllib.parse.parse_qs(parsed.query[:8192], max_num_fields=20)
         self.server.redirect.params = {key: values[0] for key, values in query.items() if values}
@@ -328,6 +380,11 @@ class _CallbackHandler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
         self.server.redirect.done.set()
+
+    def _refuse(self, status: int) -> None:
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def log_message(self, *args: object) -> None:
         return None
@@ -505,6 +562,9 @@ async def sign_out(spec: ServerSpec) -> str:
                 if not ok:
                     break
                 if metadata is not None:
+                    refusal = endpoint_elsewhere(spec, metadata)
+                    if refusal:
+                        return f"forgot the tokens of server '{spec.name}'; they were not revoked: {refusal}"
                     endpoint = metadata.revocation_endpoint
                     break
             if endpoint is not None:

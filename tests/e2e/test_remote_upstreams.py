@@ -413,3 +413,54 @@ def test_an_sse_server_that_refuses_the_stream_is_reported_with_the_status(tmp_p
         (row,) = json.loads(servers_list(config, tmp_path, NO_PLUGINS).stdout)["servers"]
     assert row["state"] == "failed" and row["sign_in"] is None
     assert f"HTTP 401 Unauthorized at {base}/sse" in row["reason"] and "s3cret" not in row["reason"]
+
+
+def test_metadata_that_puts_the_token_endpoint_on_another_host_is_refused_unless_configured(
+    tmp_path: Path,
+) -> None:
+    # The issuer is 127.0.0.1; its metadata names the token and registration endpoints on
+    # localhost (the same listener under another name, so a configured login can finish).
+    with remote_upstream("oauth-elsewhere") as base:
+        config = write_config(tmp_path, oauth_table("remote", base))
+        refused = awf(tmp_path, "servers", "login", "remote", "--no-browser", "--config", config)
+        stored = tokenstore.record_path().read_text() if tokenstore.record_path().exists() else ""
+        with RawServer("--config", config, env=NO_PLUGINS, cwd=tmp_path) as server:
+            server.initialize()
+            served = server.stderr()
+            assert "server 'remote' not served: " in served
+            assert "puts its token endpoint on another host, localhost" in served
+        trusted = tmp_path / "trusted"
+        trusted.mkdir()
+        table = oauth_table("remote", base) + 'oauth_endpoint_hosts = ["LocalHost"]\n'
+        trusting = write_config(trusted, table)
+        code, _, err = sign_in(trusting, "remote", trusted)
+        assert code == 0, err
+        with RawServer("--config", trusting, "--no-builtins", env=NO_PLUGINS, cwd=trusted) as server:
+            server.initialize()
+            echo = {"name": "remote_echo", "arguments": {"message": "via localhost"}}
+            answer = server.request("tools/call", echo)["result"]
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines()[-1] == (
+        "awf-mcp: error: not signed in to server 'remote': the authorization server 127.0.0.1 puts its "
+        "token endpoint on another host, localhost, and awf-mcp sends no code or token there: if you "
+        "trust localhost, add it to server 'remote': oauth_endpoint_hosts = [\"localhost\"]"
+    )
+    assert "http" not in refused.stdout  # refused before any authorization URL was made
+    assert '"client"' not in stored and "access_token" not in stored  # nothing registered there
+    assert answer["content"][0]["text"] == "echo: via localhost"
+
+
+def test_a_callback_under_another_host_name_is_refused_and_the_sign_in_goes_on(tmp_path: Path) -> None:
+    with remote_upstream("oauth") as base:
+        config = write_config(tmp_path, oauth_table("remote", base))
+        login = Login(config, "remote", tmp_path)
+        asked = query_of(login.url)
+        # A page that reached the loopback port by DNS rebinding: its request names its own host.
+        denial = f"{asked['redirect_uri']}?error=access_denied&state={asked['state']}"
+        rebound = httpx2.get(denial, headers={"Host": f"evil.example:{urllib.parse.urlsplit(denial).port}"})
+        assert rebound.status_code == 421
+        answer = approve_in_browser(login.url)
+        code, out, err = login.finish()
+    assert answer.status_code == 200 and "you can close this tab" in answer.text
+    assert code == 0, err
+    assert "signed in to server 'remote'" in out

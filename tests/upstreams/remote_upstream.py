@@ -9,6 +9,9 @@ routes in front of an in-memory provider that approves every authorization reque
 makes a refresh wait DELAY seconds before it looks its token up, so that two refreshes
 sent together race), and revokes. ``oauth-sse`` serves the same behind the SSE transport, at
 ``/sse``, built by the SDK's high-level server (``MCPServer.sse_app``, tool ``echo`` only).
+``oauth-elsewhere`` is ``oauth`` whose authorization-server metadata names its token and
+registration endpoints on ``localhost`` (the same listener under another host name) while its
+issuer is ``127.0.0.1``.
 Each listens on 127.0.0.1, port 0, and prints ``port <N>`` on stdout once listening.
 
 Tools: ``echo`` answers ``echo: <message>``; ``whoami`` answers the client ID its token
@@ -17,6 +20,7 @@ was issued to (``anonymous`` without auth).
 
 from __future__ import annotations
 
+import json
 import math
 import secrets
 import socket
@@ -212,11 +216,39 @@ def oauth_app(server: Server[Any], base: str, provider: ApprovingProvider) -> St
     )
 
 
+class EndpointsElsewhere:
+    """ASGI: the authorization-server metadata of APP with its token and registration endpoints moved
+    to another host name, ``localhost``."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith("/.well-known/oauth-authorization-server"):
+            await self.app(scope, receive, send)
+            return
+        held: list[Any] = []
+
+        async def hold(message: Any) -> None:
+            held.append(message)
+
+        await self.app(scope, receive, hold)
+        start, body = held[0], b"".join(m.get("body", b"") for m in held[1:])
+        metadata = json.loads(body)
+        for key in ("token_endpoint", "registration_endpoint"):
+            metadata[key] = metadata[key].replace("//127.0.0.1:", "//localhost:")
+        body = json.dumps(metadata).encode()
+        headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
+        await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
 def main() -> None:
     mode = sys.argv[1]
     sock = listen()
     port = sock.getsockname()[1]
     server: Server[Any] = Server("remote", on_list_tools=list_tools, on_call_tool=call_tool)
+    app: Any
     if mode == "sse":
         app = sse_app(server)
     else:
@@ -225,6 +257,8 @@ def main() -> None:
         provider = ApprovingProvider(token_seconds, refresh_delay)
         base = f"http://127.0.0.1:{port}"
         app = oauth_sse_app(base, provider) if mode == "oauth-sse" else oauth_app(server, base, provider)
+        if mode == "oauth-elsewhere":
+            app = EndpointsElsewhere(app)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     print(f"port {port}", flush=True)
     anyio.run(uvicorn.Server(config).serve, [sock])
