@@ -18,6 +18,7 @@ import time
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -56,12 +57,18 @@ def test_an_sse_server_signs_in_with_oauth_like_a_streamable_http_one(tmp_path: 
         before = json.loads(servers_list(config, tmp_path, NO_PLUGINS).stdout)["servers"][0]
         code, _, err = sign_in(config, "old", tmp_path)
         assert code == 0, err
-        with RawServer("--config", config, "--no-builtins", env=NO_PLUGINS, cwd=tmp_path) as server:
-            server.initialize()
-            echo = {"name": "old_echo", "arguments": {"message": "signed in over sse"}}
-            result = server.request("tools/call", echo)["result"]
+        result = echo_once(config, "old", "signed in over sse", tmp_path)
     assert before["state"] == "needs sign-in" and before["transport"] == "sse"
     assert result["content"][0]["text"] == "echo: signed in over sse"
+
+
+def echo_once(config: str, name: str, message: str, cwd: Path) -> dict[str, Any]:
+    """``serve --config CONFIG`` answering one call of NAME_echo: its result."""
+    with RawServer("--config", config, "--no-builtins", env=NO_PLUGINS, cwd=cwd) as server:
+        server.initialize()
+        echo = {"name": f"{name}_echo", "arguments": {"message": message}}
+        result: dict[str, Any] = server.request("tools/call", echo)["result"]
+    return result
 
 
 def oauth_table(name: str, base: str, **extra: str) -> str:
@@ -142,14 +149,17 @@ def query_of(url: str) -> dict[str, str]:
     return {key: values[0] for key, values in urllib.parse.parse_qs(urllib.parse.urlsplit(url).query).items()}
 
 
+def denial_of(login: Login) -> str:
+    """The authorization server's refusal of LOGIN: its callback with error=access_denied and the state."""
+    asked = query_of(login.url)
+    return f"{asked['redirect_uri']}?error=access_denied&state={asked['state']}"
+
+
 def test_a_denied_sign_in_exits_1_with_one_sentence_and_stores_no_token(tmp_path: Path) -> None:
     with remote_upstream("oauth") as base:
         config = write_config(tmp_path, oauth_table("remote", base))
         login = Login(config, "remote", tmp_path)
-        asked = query_of(login.url)
-        # The authorization server's refusal: a redirect to the callback with error=access_denied.
-        denial = f"{asked['redirect_uri']}?error=access_denied&state={asked['state']}"
-        assert httpx2.get(denial, timeout=10).status_code == 200
+        assert httpx2.get(denial_of(login), timeout=10).status_code == 200
         code, _, err = login.finish()
     assert code == 1
     assert err.strip().splitlines()[-1] == (
@@ -435,10 +445,7 @@ def test_metadata_that_puts_the_token_endpoint_on_another_host_is_refused_unless
         trusting = write_config(trusted, table)
         code, _, err = sign_in(trusting, "remote", trusted)
         assert code == 0, err
-        with RawServer("--config", trusting, "--no-builtins", env=NO_PLUGINS, cwd=trusted) as server:
-            server.initialize()
-            echo = {"name": "remote_echo", "arguments": {"message": "via localhost"}}
-            answer = server.request("tools/call", echo)["result"]
+        answer = echo_once(trusting, "remote", "via localhost", trusted)
     assert refused.returncode == 1
     assert refused.stderr.strip().splitlines()[-1] == (
         "awf-mcp: error: not signed in to server 'remote': the authorization server 127.0.0.1 puts its "
@@ -454,9 +461,8 @@ def test_a_callback_under_another_host_name_is_refused_and_the_sign_in_goes_on(t
     with remote_upstream("oauth") as base:
         config = write_config(tmp_path, oauth_table("remote", base))
         login = Login(config, "remote", tmp_path)
-        asked = query_of(login.url)
         # A page that reached the loopback port by DNS rebinding: its request names its own host.
-        denial = f"{asked['redirect_uri']}?error=access_denied&state={asked['state']}"
+        denial = denial_of(login)
         rebound = httpx2.get(denial, headers={"Host": f"evil.example:{urllib.parse.urlsplit(denial).port}"})
         assert rebound.status_code == 421
         answer = approve_in_browser(login.url)
