@@ -10,9 +10,10 @@ asks for, the state check, the token exchange and the refresh. This module gives
 
 * :class:`StoredTokens`, its ``TokenStorage``, over :mod:`awf_mcp.ops.tokenstore` (the OS
   keyring, else a ``0600`` file in the user's state directory; never a config file). The
-  absolute expiry is kept beside the tokens so that a later process knows an access token
-  has expired and refreshes it rather than sending it (:class:`_Provider`), a little before
-  the end of its life (:class:`_Context`). When a refresh is
+  absolute expiry, and the endpoints of the authorization server's metadata, are kept beside
+  the tokens so that a later process knows an access token has expired and refreshes it, at the
+  token endpoint the metadata named (not the server's own ``/token``), rather than sending it
+  (:class:`_Provider`), a little before the end of its life (:class:`_Context`). When a refresh is
   refused because another awf-mcp process used the same (rotating) refresh token first, the
   tokens that process stored are taken (looked for during about two seconds): two processes
   refreshing at once keep the sign-in, and a refused refresh never erases what is stored.
@@ -51,6 +52,7 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import json
 import logging
 import threading
 import time
@@ -109,6 +111,27 @@ def _key(spec: ServerSpec) -> str:
     return tokenstore.entry_key(spec.name, spec.url)
 
 
+KEPT_METADATA = (
+    "issuer",
+    "authorization_endpoint",
+    "token_endpoint",
+    "registration_endpoint",
+    "revocation_endpoint",
+    "response_types_supported",
+)
+"""What is kept of the authorization server's metadata beside the tokens: its endpoints."""
+MAX_KEPT_METADATA_BYTES = 16 * 1024
+"""Metadata whose kept part is larger is not kept (the next process discovers it again)."""
+
+
+def _kept_metadata(metadata: OAuthMetadata | None) -> dict[str, Any]:
+    """The part of METADATA kept beside the tokens (empty: none, or over :data:`MAX_KEPT_METADATA_BYTES`)."""
+    if metadata is None:
+        return {}
+    kept = metadata.model_dump(mode="json", exclude_none=True, include=set(KEPT_METADATA))
+    return kept if len(json.dumps(kept)) <= MAX_KEPT_METADATA_BYTES else {}
+
+
 class StoredTokens:
     """The SDK's ``TokenStorage`` over :mod:`awf_mcp.ops.tokenstore` for one server.
 
@@ -120,6 +143,18 @@ class StoredTokens:
         self.spec = spec
         self.fresh = fresh
         self.redirect_uri = redirect_uri
+        self.authorization_server: OAuthMetadata | None = None
+        """The authorization server's metadata the tokens came from, kept beside them."""
+
+    def stored_authorization_server(self) -> OAuthMetadata | None:
+        """The metadata kept beside the stored tokens (None: none, or not valid metadata)."""
+        if self.fresh:
+            return None
+        stored = tokenstore.load(_key(self.spec)).get("authorization_server")
+        try:
+            return OAuthMetadata.model_validate(stored) if isinstance(stored, dict) else None
+        except ValueError:
+            return None
 
     async def get_tokens(self) -> OAuthToken | None:
         if self.fresh:
@@ -144,6 +179,9 @@ class StoredTokens:
         with tokenstore.updating(_key(self.spec)) as entry:
             entry["tokens"] = record
             entry.pop("asked_for_none", None)
+            kept = _kept_metadata(self.authorization_server)
+            if kept:
+                entry["authorization_server"] = kept
             if self.fresh:
                 entry["signed_in_at"] = time.time()
         self.fresh = False
@@ -216,6 +254,8 @@ class _Context(OAuthContext):
             if refusal:
                 raise SignInFailed(refusal)
         self.__dict__["_checked_metadata"] = metadata
+        if metadata is not None and isinstance(self.storage, StoredTokens):
+            self.storage.authorization_server = metadata
 
     def update_token_expiry(self, token: OAuthToken) -> None:
         super().update_token_expiry(token)
@@ -243,6 +283,11 @@ class _Provider(OAuthClientProvider):
 
     async def _initialize(self) -> None:
         await super()._initialize()
+        storage = self.context.storage
+        if self.context.oauth_metadata is None and isinstance(storage, StoredTokens):
+            # The token endpoint to refresh at (checked again): the SDK would otherwise refresh
+            # at the server's own /token until a 401 made it discover the metadata.
+            self.context.oauth_metadata = storage.stored_authorization_server()
         tokens = self.context.current_tokens
         if tokens is not None and tokens.expires_in is not None:
             self.context.update_token_expiry(tokens)

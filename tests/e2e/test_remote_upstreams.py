@@ -470,3 +470,17 @@ def test_a_callback_under_another_host_name_is_refused_and_the_sign_in_goes_on(t
     assert answer.status_code == 200 and "you can close this tab" in answer.text
     assert code == 0, err
     assert "signed in to server 'remote'" in out
+
+
+def test_a_later_process_refreshes_at_the_token_endpoint_the_metadata_named(tmp_path: Path) -> None:
+    # The token endpoint is /oauth/token, named only in the authorization server's metadata: a
+    # process that starts with an expired token must refresh there, not at the server's /token.
+    with remote_upstream("oauth-token-path", "1") as base:
+        config = write_config(tmp_path, oauth_table("remote", base))
+        assert sign_in(config, "remote", tmp_path)[0] == 0
+        before = stored_tokens()
+        time.sleep(1.5)  # expired before the next process starts
+        answer = echo_once(config, "remote", "refreshed", tmp_path)
+        after = stored_tokens()
+    assert answer["content"][0]["text"] == "echo: refreshed"
+    assert after["refresh_token"] != before["refresh_token"]

@@ -11,7 +11,8 @@ sent together race), and revokes. ``oauth-sse`` serves the same behind the SSE t
 ``/sse``, built by the SDK's high-level server (``MCPServer.sse_app``, tool ``echo`` only).
 ``oauth-elsewhere`` is ``oauth`` whose authorization-server metadata names its token and
 registration endpoints on ``localhost`` (the same listener under another host name) while its
-issuer is ``127.0.0.1``.
+issuer is ``127.0.0.1``. ``oauth-token-path TOKEN_SECONDS`` is ``oauth`` whose token endpoint is
+``/oauth/token``, named only in its metadata (``/token`` answers 404).
 Each listens on 127.0.0.1, port 0, and prints ``port <N>`` on stdout once listening.
 
 Tools: ``echo`` answers ``echo: <message>``; ``whoami`` answers the client ID its token
@@ -227,20 +228,50 @@ class EndpointsElsewhere:
         if scope["type"] != "http" or not scope["path"].startswith("/.well-known/oauth-authorization-server"):
             await self.app(scope, receive, send)
             return
-        held: list[Any] = []
+        moved = ("//127.0.0.1:", "//localhost:")
+        await rewrite_metadata(
+            self.app, scope, receive, send, {"token_endpoint": moved, "registration_endpoint": moved}
+        )
 
-        async def hold(message: Any) -> None:
-            held.append(message)
 
-        await self.app(scope, receive, hold)
-        start, body = held[0], b"".join(m.get("body", b"") for m in held[1:])
-        metadata = json.loads(body)
-        for key in ("token_endpoint", "registration_endpoint"):
-            metadata[key] = metadata[key].replace("//127.0.0.1:", "//localhost:")
-        body = json.dumps(metadata).encode()
-        headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
-        await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
+class TokenEndpointMoved:
+    """ASGI: APP's token endpoint served at ``/oauth/token`` instead of ``/token``, as its metadata says."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == "/token":
+            await send({"type": "http.response.start", "status": 404, "headers": [(b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if scope["type"] == "http" and scope["path"] == "/oauth/token":
+            scope = {**scope, "path": "/token", "raw_path": b"/token"}
+        elif scope["type"] == "http" and scope["path"].startswith("/.well-known/oauth-authorization-server"):
+            moved = {"token_endpoint": ("/token", "/oauth/token")}
+            await rewrite_metadata(self.app, scope, receive, send, moved)
+            return
+        await self.app(scope, receive, send)
+
+
+async def rewrite_metadata(
+    app: Any, scope: Any, receive: Any, send: Any, changes: dict[str, tuple[str, str]]
+) -> None:
+    """APP's answer to SCOPE (a metadata document) with each key of CHANGES's value text replaced."""
+    held: list[Any] = []
+
+    async def hold(message: Any) -> None:
+        held.append(message)
+
+    await app(scope, receive, hold)
+    start, body = held[0], b"".join(m.get("body", b"") for m in held[1:])
+    metadata = json.loads(body)
+    for key, (old, new) in changes.items():
+        metadata[key] = metadata[key].replace(old, new)
+    body = json.dumps(metadata).encode()
+    headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
+    await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def main() -> None:
@@ -259,6 +290,8 @@ def main() -> None:
         app = oauth_sse_app(base, provider) if mode == "oauth-sse" else oauth_app(server, base, provider)
         if mode == "oauth-elsewhere":
             app = EndpointsElsewhere(app)
+        elif mode == "oauth-token-path":
+            app = TokenEndpointMoved(app)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     print(f"port {port}", flush=True)
     anyio.run(uvicorn.Server(config).serve, [sock])
