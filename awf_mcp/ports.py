@@ -23,7 +23,8 @@ The client channel
 ------------------
 During a call the server may ask the agent's client something: its roots
 (``roots/list``), a question for the user (``elicitation/create``), a completion from
-its model (``sampling/createMessage``). :class:`ClientChannel` is that port; the SDK
+its model (``sampling/createMessage``), or to follow a link (``elicitation/create`` in URL
+mode, :func:`feature_of`). :class:`ClientChannel` is that port; the SDK
 adapter implements it for both protocol families:
 
 * up to revision 2025-11-25, as a request on the session's back-channel: ``ask``
@@ -430,8 +431,9 @@ class ToolError(Exception):
     """
 
 
-ClientFeature = Literal["roots", "elicitation", "sampling"]
-"""What a server may ask a client for, named after the client capability it needs."""
+ClientFeature = Literal["roots", "elicitation", "elicitation_url", "sampling"]
+"""What a server may ask a client for, named after the client capability it needs
+(``elicitation``: a form; ``elicitation_url``: a link the user follows, ``elicitation.url``)."""
 
 CLIENT_METHODS: Mapping[str, ClientFeature] = {
     "roots/list": "roots",
@@ -439,6 +441,15 @@ CLIENT_METHODS: Mapping[str, ClientFeature] = {
     "sampling/createMessage": "sampling",
 }
 """The requests a server may send a client during a call, and the capability each needs."""
+
+
+def feature_of(method: str, params: Mapping[str, Any]) -> ClientFeature | None:
+    """The capability the request ``method`` with ``params`` needs (an elicitation in URL mode needs
+    ``elicitation_url``); ``None`` for a request a server may not send a client."""
+    feature = CLIENT_METHODS.get(method)
+    if feature == "elicitation" and params.get("mode") == "url":
+        return "elicitation_url"
+    return feature
 
 
 class ClientCannotAnswer(ToolError):

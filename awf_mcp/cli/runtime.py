@@ -65,6 +65,7 @@ from awf_mcp.ports import ToolProvider
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from awf_mcp.core.servers import ServerSpec
     from awf_mcp.ops.statekey import StateKeys
     from awf_mcp.wire.framing import Frame, Oversized
 
@@ -192,8 +193,20 @@ async def start_servers(
 
         connect = sdk_connect
     return await start_all(
-        settings.servers, connect, roots=settings.roots, strict=settings.strict, offer=offer
+        settings.servers,
+        connect,
+        roots=settings.roots,
+        strict=settings.strict,
+        offer=offer,
+        sign_in=_sign_in_without_browser,
     )
+
+
+async def _sign_in_without_browser(spec: ServerSpec, show: Callable[[str], None]) -> None:
+    """:func:`awf_mcp.wire.oauth.sign_in_without_browser`, imported only when a sign-in starts."""
+    from awf_mcp.wire.oauth import sign_in_without_browser
+
+    await sign_in_without_browser(spec, show)
 
 
 class AgentInput:

@@ -17,6 +17,9 @@ configuration can be pasted in), into :class:`ServerSpec` objects sorted by name
   :mod:`awf_mcp.wire.oauth`); ``client_id`` names a client registered beforehand with the
   server's authorization server, ``client_metadata_url`` an HTTPS client ID metadata
   document (used where the authorization server accepts them). Neither is a secret.
+  ``oauth_endpoint_hosts`` lists the hosts, beside its issuer's own, that the authorization
+  server's metadata may put its token, registration and revocation endpoints on (by default
+  none: an endpoint elsewhere is refused, see :mod:`awf_mcp.wire.oauth`).
 * ``timeout_seconds`` (per call; default the server-wide call timeout),
   ``startup_timeout_seconds`` (default :data:`DEFAULT_STARTUP_TIMEOUT_SECONDS`),
   ``enabled`` (default true) and ``pin`` (default true: its tools are served only as
@@ -66,6 +69,7 @@ _KEYS = {
     "auth",
     "client_id",
     "client_metadata_url",
+    "oauth_endpoint_hosts",
 }
 # Keys the agents write that awf-mcp reads under another name, or reads and ignores.
 _AGENT_KEYS = {"type", "transport", "httpUrl", "timeout", "trust", "description", "disabled"}
@@ -97,6 +101,9 @@ class ServerSpec:
     """``oauth`` for a ``url`` server that signs in with OAuth; empty otherwise."""
     client_id: str = ""
     client_metadata_url: str = ""
+    oauth_endpoint_hosts: tuple[str, ...] = ()
+    """Hosts (lower case) beside the issuer's that its token, registration and revocation endpoints
+    may be on."""
     written_args: tuple[str, ...] = ()
     written_url: str = ""
     secrets: frozenset[str] = frozenset()
@@ -219,6 +226,9 @@ def parse_one(name: str, table: Any, where: str, environ: Mapping[str, str] | No
         raise ConfigError(f"auth, client_id and client_metadata_url in {where} apply to a url server only")
     if (client_id or client_metadata_url) and not auth:
         raise ConfigError(f'client_id and client_metadata_url in {where} need auth = "oauth"')
+    endpoint_hosts = _strings(table.get("oauth_endpoint_hosts", []), f"oauth_endpoint_hosts in {where}")
+    if endpoint_hosts and not auth:
+        raise ConfigError(f'oauth_endpoint_hosts in {where} needs auth = "oauth"')
 
     secrets: set[str] = set()
     missing: list[str] = []
@@ -263,6 +273,7 @@ def parse_one(name: str, table: Any, where: str, environ: Mapping[str, str] | No
         auth=auth,
         client_id=client_id,
         client_metadata_url=client_metadata_url,
+        oauth_endpoint_hosts=tuple(host.strip().lower().rstrip(".") for host in endpoint_hosts),
         written_args=written_args,
         written_url=url,
         secrets=frozenset(s for s in secrets if len(s) >= 3),

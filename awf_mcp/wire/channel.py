@@ -53,6 +53,7 @@ from awf_mcp.ports import (
     ClientCannotAnswer,
     ClientFeature,
     InputRequired,
+    feature_of,
     visible_text,
 )
 
@@ -153,11 +154,13 @@ class ClientChannel:
         if feature == "sampling":
             return capabilities.sampling is not None
         elicitation = capabilities.elicitation
+        if feature == "elicitation_url":
+            return elicitation is not None and elicitation.url is not None
         return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
 
     async def ask(self, method: str, params: Mapping[str, Any]) -> Mapping[str, Any]:
         """The client's result for ``method``; see :class:`~awf_mcp.ports.ClientChannel`."""
-        feature = CLIENT_METHODS.get(method)
+        feature = feature_of(method, params)
         if feature is None:
             raise ClientCannotAnswer(f"{method} is not a request a server may send a client")
         if not self.supports(feature):

@@ -115,6 +115,7 @@ from awf_mcp.core.upstream import (
     RequestAnswerer,
     UpstreamFailure,
     UpstreamGone,
+    UpstreamNeedsSignIn,
     UpstreamRequestRefused,
     offer_from,
 )
@@ -155,6 +156,13 @@ class Transcript:
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         self.fault = ""
         self.exit = ""
+        self.needs_sign_in = False
+        """The fault is an ``auth = "oauth"`` server asking for a sign-in awf-mcp does not hold."""
+
+    def failure(self, reason: str) -> UpstreamFailure:
+        """The failure for REASON (already redacted): :class:`UpstreamNeedsSignIn` when the server asked
+        for a sign-in."""
+        return (UpstreamNeedsSignIn if self.needs_sign_in else UpstreamFailure)(reason)
 
     def reason(self) -> str:
         """One redacted sentence: the fault or the exit, and the last stderr lines."""
@@ -277,7 +285,7 @@ class UpstreamConnection:
             await anyio.sleep(0.01)  # a transport error is delivered by a task of its own: let it land
             known = self.closed.is_set() or self.transcript.fault
             reason = self.reason() if known else self.spec.redact(exc.error.message)
-            raise UpstreamFailure(f"the handshake failed: {reason}") from None
+            raise self.transcript.failure(f"the handshake failed: {reason}") from None
         except Exception as exc:
             raise UpstreamFailure(self.spec.redact(f"the handshake failed: {exc}")) from None
         self.instructions = result.instructions
@@ -808,6 +816,7 @@ def _reporting_http_client(spec: ServerSpec, transcript: Transcript, auth: Any =
                 sentence = oauth.describe_failure(spec, exc)
                 if sentence:
                     transcript.fault = sentence
+                    transcript.needs_sign_in = oauth.needs_sign_in(spec.name) in sentence
                 raise
             if response.status_code >= 400 and request.method in reported:
                 phrase = f" {response.reason_phrase}" if response.reason_phrase else ""
@@ -885,7 +894,7 @@ async def _http_streams(
                 )
             except Exception as exc:  # the stream was refused: say why as for any HTTP request
                 reason = transcript.fault or describe_http_failure(exc, spec.url)
-                raise UpstreamFailure(spec.redact(reason)) from None
+                raise transcript.failure(spec.redact(reason)) from None
             try:
                 yield reads, writes
             finally:

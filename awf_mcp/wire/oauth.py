@@ -10,19 +10,24 @@ asks for, the state check, the token exchange and the refresh. This module gives
 
 * :class:`StoredTokens`, its ``TokenStorage``, over :mod:`awf_mcp.ops.tokenstore` (the OS
   keyring, else a ``0600`` file in the user's state directory; never a config file). The
-  absolute expiry is kept beside the tokens so that a later process knows an access token
-  has expired and refreshes it rather than sending it (:class:`_Provider`), a little before
-  the end of its life (:class:`_Context`). When a refresh is
+  absolute expiry, and the endpoints of the authorization server's metadata, are kept beside
+  the tokens so that a later process knows an access token has expired and refreshes it, at the
+  token endpoint the metadata named (not the server's own ``/token``), rather than sending it
+  (:class:`_Provider`), a little before the end of its life (:class:`_Context`). When a refresh is
   refused because another awf-mcp process used the same (rotating) refresh token first, the
   tokens that process stored are taken (looked for during about two seconds): two processes
   refreshing at once keep the sign-in, and a refused refresh never erases what is stored.
 * :func:`sign_in` (``awf-mcp servers login NAME``): a loopback listener on ``127.0.0.1`` and an
-  ephemeral port receives the redirect (the only redirect URI registered); the authorization
+  ephemeral port receives the redirect (the only redirect URI registered; a request naming
+  another host in its ``Host`` header, a page reaching loopback by DNS rebinding, is answered
+  421 and ends nothing); the authorization
   URL goes to ``show`` and, unless told not to, to the browser (:mod:`webbrowser`). It waits
   at most ``timeout`` seconds for the redirect; a denial, a timeout or a state mismatch raises
   :class:`SignInFailed` with one sentence, and nothing is stored but the registered client.
   Signed in means the MCP handshake with the new token succeeded; a server that lets the
   handshake through without asking for a token is recorded as asking for none.
+  :func:`sign_in_without_browser` is the same sign-in for ``serve``'s sign-in through the agent
+  (:mod:`awf_mcp.core.upstream.signin`): the URL goes to the agent, never to a browser.
 * :func:`serving_auth` (``serve``, ``servers list``, ``doctor``): the provider over the stored
   tokens, refreshed by the SDK when they expire. It never asks a person: where the SDK would
   send the user to the authorization page, the connection fails with
@@ -33,6 +38,12 @@ asks for, the state check, the token exchange and the refresh. This module gives
   when its metadata names a revocation endpoint (RFC 7009; the answer is reported, not needed).
 * :func:`state` says, without a request, what is stored: signed in (expiry), or needs sign-in.
 
+The authorization server's metadata is taken only when its token, registration and revocation
+endpoints are on its issuer's host, or on a host the server's ``oauth_endpoint_hosts`` lists
+(:func:`endpoint_elsewhere`); otherwise the sign-in, the refresh or the connection fails with
+one sentence naming the host and the line to add, before anything is sent there (``servers
+logout`` then forgets the tokens without revoking them).
+
 No token, code or client secret is logged, printed or put in an error by this module; the
 SDK's ``mcp.client.auth`` logger (tracebacks of OAuth failures) is silenced.
 """
@@ -41,6 +52,7 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import json
 import logging
 import threading
 import time
@@ -57,6 +69,7 @@ from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
     OAuthClientMetadata,
+    OAuthMetadata,
     OAuthToken,
 )
 
@@ -98,6 +111,27 @@ def _key(spec: ServerSpec) -> str:
     return tokenstore.entry_key(spec.name, spec.url)
 
 
+KEPT_METADATA = (
+    "issuer",
+    "authorization_endpoint",
+    "token_endpoint",
+    "registration_endpoint",
+    "revocation_endpoint",
+    "response_types_supported",
+)
+"""What is kept of the authorization server's metadata beside the tokens: its endpoints."""
+MAX_KEPT_METADATA_BYTES = 16 * 1024
+"""Metadata whose kept part is larger is not kept (the next process discovers it again)."""
+
+
+def _kept_metadata(metadata: OAuthMetadata | None) -> dict[str, Any]:
+    """The part of METADATA kept beside the tokens (empty: none, or over :data:`MAX_KEPT_METADATA_BYTES`)."""
+    if metadata is None:
+        return {}
+    kept = metadata.model_dump(mode="json", exclude_none=True, include=set(KEPT_METADATA))
+    return kept if len(json.dumps(kept)) <= MAX_KEPT_METADATA_BYTES else {}
+
+
 class StoredTokens:
     """The SDK's ``TokenStorage`` over :mod:`awf_mcp.ops.tokenstore` for one server.
 
@@ -109,6 +143,18 @@ class StoredTokens:
         self.spec = spec
         self.fresh = fresh
         self.redirect_uri = redirect_uri
+        self.authorization_server: OAuthMetadata | None = None
+        """The authorization server's metadata the tokens came from, kept beside them."""
+
+    def stored_authorization_server(self) -> OAuthMetadata | None:
+        """The metadata kept beside the stored tokens (None: none, or not valid metadata)."""
+        if self.fresh:
+            return None
+        stored = tokenstore.load(_key(self.spec)).get("authorization_server")
+        try:
+            return OAuthMetadata.model_validate(stored) if isinstance(stored, dict) else None
+        except ValueError:
+            return None
 
     async def get_tokens(self) -> OAuthToken | None:
         if self.fresh:
@@ -133,6 +179,9 @@ class StoredTokens:
         with tokenstore.updating(_key(self.spec)) as entry:
             entry["tokens"] = record
             entry.pop("asked_for_none", None)
+            kept = _kept_metadata(self.authorization_server)
+            if kept:
+                entry["authorization_server"] = kept
             if self.fresh:
                 entry["signed_in_at"] = time.time()
         self.fresh = False
@@ -162,10 +211,51 @@ class StoredTokens:
             entry["client"] = client_info.model_dump(mode="json", exclude_none=True)
 
 
+def endpoint_elsewhere(spec: ServerSpec, metadata: OAuthMetadata) -> str:
+    """Why METADATA may not be used for SPEC (empty: it may): a token, registration or revocation
+    endpoint on a host other than the issuer's and not in SPEC's ``oauth_endpoint_hosts``."""
+    issuer = (metadata.issuer.host or "").lower().rstrip(".")
+    allowed = {issuer, *spec.oauth_endpoint_hosts}
+    for what, endpoint in (
+        ("token", metadata.token_endpoint),
+        ("registration", metadata.registration_endpoint),
+        ("revocation", metadata.revocation_endpoint),
+    ):
+        host = (endpoint.host or "").lower().rstrip(".") if endpoint is not None else issuer
+        if host not in allowed:
+            shown = inert_text(host[:200])
+            return (
+                f"the authorization server {inert_text(issuer[:200])} puts its {what} endpoint on another "
+                f"host, {shown}, and awf-mcp sends no code or token there: if you trust {shown}, add it "
+                f"to server '{spec.name}': oauth_endpoint_hosts = [\"{shown}\"]"
+            )
+    return ""
+
+
 class _Context(OAuthContext):
     """The SDK's context, taking a token for expired a little before its end (a quarter of its life,
     at most :data:`EXPIRY_MARGIN_SECONDS`): a token refused as expired is answered 401, which the
-    SDK takes for a missing sign-in rather than refreshing."""
+    SDK takes for a missing sign-in rather than refreshing.
+
+    Authorization-server metadata is checked as it is taken (:func:`endpoint_elsewhere`): metadata
+    that puts an endpoint on another host raises :class:`SignInFailed` before any request there."""
+
+    spec: ServerSpec | None = None
+
+    @property
+    def oauth_metadata(self) -> OAuthMetadata | None:
+        checked: OAuthMetadata | None = self.__dict__.get("_checked_metadata")
+        return checked
+
+    @oauth_metadata.setter
+    def oauth_metadata(self, metadata: OAuthMetadata | None) -> None:
+        if metadata is not None and self.spec is not None:
+            refusal = endpoint_elsewhere(self.spec, metadata)
+            if refusal:
+                raise SignInFailed(refusal)
+        self.__dict__["_checked_metadata"] = metadata
+        if metadata is not None and isinstance(self.storage, StoredTokens):
+            self.storage.authorization_server = metadata
 
     def update_token_expiry(self, token: OAuthToken) -> None:
         super().update_token_expiry(token)
@@ -178,7 +268,7 @@ class _Provider(OAuthClientProvider):
     keeps tokens without one, so an expired token would be sent, answered 401 and taken for a
     missing sign-in instead of being refreshed)."""
 
-    def __init__(self, **arguments: Any) -> None:
+    def __init__(self, spec: ServerSpec, **arguments: Any) -> None:
         super().__init__(**arguments)
         held = self.context
         self.context = _Context(
@@ -189,9 +279,15 @@ class _Provider(OAuthClientProvider):
             callback_handler=held.callback_handler,
             client_metadata_url=held.client_metadata_url,
         )
+        self.context.spec = spec
 
     async def _initialize(self) -> None:
         await super()._initialize()
+        storage = self.context.storage
+        if self.context.oauth_metadata is None and isinstance(storage, StoredTokens):
+            # The token endpoint to refresh at (checked again): the SDK would otherwise refresh
+            # at the server's own /token until a 401 made it discover the metadata.
+            self.context.oauth_metadata = storage.stored_authorization_server()
         tokens = self.context.current_tokens
         if tokens is not None and tokens.expires_in is not None:
             self.context.update_token_expiry(tokens)
@@ -244,6 +340,7 @@ def _provider(
     _quiet_sdk_logger()
     try:
         return _Provider(
+            spec,
             server_url=spec.url,
             client_metadata=_metadata(redirect_uri),
             storage=storage,
@@ -310,10 +407,12 @@ class _CallbackHandler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         parsed = urllib.parse.urlsplit(self.path)
+        expected_host = f"127.0.0.1:{self.server.server_address[1]}"
+        if self.headers.get("Host", "") != expected_host:  # another name for loopback: DNS rebinding
+            self._refuse(421)
+            return
         if parsed.path != CALLBACK_PATH or self.server.redirect.done.is_set():
-            self.send_response(404)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+            self._refuse(404)
             return
         query = urllib.parse.parse_qs(parsed.query[:8192], max_num_fields=20)
         self.server.redirect.params = {key: values[0] for key, values in query.items() if values}
@@ -326,6 +425,11 @@ class _CallbackHandler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
         self.server.redirect.done.set()
+
+    def _refuse(self, status: int) -> None:
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def log_message(self, *args: object) -> None:
         return None
@@ -340,6 +444,7 @@ def _loopback() -> Any:
     try:
         yield listener
     finally:
+        listener.redirect.done.set()  # a wait still running (a sign-in given up) ends now
         listener.shutdown()
         listener.server_close()
 
@@ -398,6 +503,15 @@ async def sign_in(
                 entry["asked_for_none"] = time.time()
             return False
         return True
+
+
+async def sign_in_without_browser(spec: ServerSpec, show: Callable[[str], None]) -> None:
+    """:func:`sign_in` for ``serve`` (the :data:`~awf_mcp.core.upstream.SignIn` of the sign-in through
+    the agent): the URL goes only to ``show``; raises :class:`UpstreamFailure` with one sentence."""
+    try:
+        await sign_in(spec, show=show, open_browser=False)
+    except SignInFailed as exc:
+        raise UpstreamFailure(str(exc)) from None
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:
@@ -493,6 +607,9 @@ async def sign_out(spec: ServerSpec) -> str:
                 if not ok:
                     break
                 if metadata is not None:
+                    refusal = endpoint_elsewhere(spec, metadata)
+                    if refusal:
+                        return f"forgot the tokens of server '{spec.name}'; they were not revoked: {refusal}"
                     endpoint = metadata.revocation_endpoint
                     break
             if endpoint is not None:

@@ -18,6 +18,7 @@ import time
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -56,12 +57,18 @@ def test_an_sse_server_signs_in_with_oauth_like_a_streamable_http_one(tmp_path: 
         before = json.loads(servers_list(config, tmp_path, NO_PLUGINS).stdout)["servers"][0]
         code, _, err = sign_in(config, "old", tmp_path)
         assert code == 0, err
-        with RawServer("--config", config, "--no-builtins", env=NO_PLUGINS, cwd=tmp_path) as server:
-            server.initialize()
-            echo = {"name": "old_echo", "arguments": {"message": "signed in over sse"}}
-            result = server.request("tools/call", echo)["result"]
+        result = echo_once(config, "old", "signed in over sse", tmp_path)
     assert before["state"] == "needs sign-in" and before["transport"] == "sse"
     assert result["content"][0]["text"] == "echo: signed in over sse"
+
+
+def echo_once(config: str, name: str, message: str, cwd: Path) -> dict[str, Any]:
+    """``serve --config CONFIG`` answering one call of NAME_echo: its result."""
+    with RawServer("--config", config, "--no-builtins", env=NO_PLUGINS, cwd=cwd) as server:
+        server.initialize()
+        echo = {"name": f"{name}_echo", "arguments": {"message": message}}
+        result: dict[str, Any] = server.request("tools/call", echo)["result"]
+    return result
 
 
 def oauth_table(name: str, base: str, **extra: str) -> str:
@@ -142,14 +149,17 @@ def query_of(url: str) -> dict[str, str]:
     return {key: values[0] for key, values in urllib.parse.parse_qs(urllib.parse.urlsplit(url).query).items()}
 
 
+def denial_of(login: Login) -> str:
+    """The authorization server's refusal of LOGIN: its callback with error=access_denied and the state."""
+    asked = query_of(login.url)
+    return f"{asked['redirect_uri']}?error=access_denied&state={asked['state']}"
+
+
 def test_a_denied_sign_in_exits_1_with_one_sentence_and_stores_no_token(tmp_path: Path) -> None:
     with remote_upstream("oauth") as base:
         config = write_config(tmp_path, oauth_table("remote", base))
         login = Login(config, "remote", tmp_path)
-        asked = query_of(login.url)
-        # The authorization server's refusal: a redirect to the callback with error=access_denied.
-        denial = f"{asked['redirect_uri']}?error=access_denied&state={asked['state']}"
-        assert httpx2.get(denial, timeout=10).status_code == 200
+        assert httpx2.get(denial_of(login), timeout=10).status_code == 200
         code, _, err = login.finish()
     assert code == 1
     assert err.strip().splitlines()[-1] == (
@@ -413,3 +423,64 @@ def test_an_sse_server_that_refuses_the_stream_is_reported_with_the_status(tmp_p
         (row,) = json.loads(servers_list(config, tmp_path, NO_PLUGINS).stdout)["servers"]
     assert row["state"] == "failed" and row["sign_in"] is None
     assert f"HTTP 401 Unauthorized at {base}/sse" in row["reason"] and "s3cret" not in row["reason"]
+
+
+def test_metadata_that_puts_the_token_endpoint_on_another_host_is_refused_unless_configured(
+    tmp_path: Path,
+) -> None:
+    # The issuer is 127.0.0.1; its metadata names the token and registration endpoints on
+    # localhost (the same listener under another name, so a configured login can finish).
+    with remote_upstream("oauth-elsewhere") as base:
+        config = write_config(tmp_path, oauth_table("remote", base))
+        refused = awf(tmp_path, "servers", "login", "remote", "--no-browser", "--config", config)
+        stored = tokenstore.record_path().read_text() if tokenstore.record_path().exists() else ""
+        with RawServer("--config", config, env=NO_PLUGINS, cwd=tmp_path) as server:
+            server.initialize()
+            served = server.stderr()
+            assert "server 'remote' not served: " in served
+            assert "puts its token endpoint on another host, localhost" in served
+        trusted = tmp_path / "trusted"
+        trusted.mkdir()
+        table = oauth_table("remote", base) + 'oauth_endpoint_hosts = ["LocalHost"]\n'
+        trusting = write_config(trusted, table)
+        code, _, err = sign_in(trusting, "remote", trusted)
+        assert code == 0, err
+        answer = echo_once(trusting, "remote", "via localhost", trusted)
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines()[-1] == (
+        "awf-mcp: error: not signed in to server 'remote': the authorization server 127.0.0.1 puts its "
+        "token endpoint on another host, localhost, and awf-mcp sends no code or token there: if you "
+        "trust localhost, add it to server 'remote': oauth_endpoint_hosts = [\"localhost\"]"
+    )
+    assert "http" not in refused.stdout  # refused before any authorization URL was made
+    assert '"client"' not in stored and "access_token" not in stored  # nothing registered there
+    assert answer["content"][0]["text"] == "echo: via localhost"
+
+
+def test_a_callback_under_another_host_name_is_refused_and_the_sign_in_goes_on(tmp_path: Path) -> None:
+    with remote_upstream("oauth") as base:
+        config = write_config(tmp_path, oauth_table("remote", base))
+        login = Login(config, "remote", tmp_path)
+        # A page that reached the loopback port by DNS rebinding: its request names its own host.
+        denial = denial_of(login)
+        rebound = httpx2.get(denial, headers={"Host": f"evil.example:{urllib.parse.urlsplit(denial).port}"})
+        assert rebound.status_code == 421
+        answer = approve_in_browser(login.url)
+        code, out, err = login.finish()
+    assert answer.status_code == 200 and "you can close this tab" in answer.text
+    assert code == 0, err
+    assert "signed in to server 'remote'" in out
+
+
+def test_a_later_process_refreshes_at_the_token_endpoint_the_metadata_named(tmp_path: Path) -> None:
+    # The token endpoint is /oauth/token, named only in the authorization server's metadata: a
+    # process that starts with an expired token must refresh there, not at the server's /token.
+    with remote_upstream("oauth-token-path", "1") as base:
+        config = write_config(tmp_path, oauth_table("remote", base))
+        assert sign_in(config, "remote", tmp_path)[0] == 0
+        before = stored_tokens()
+        time.sleep(1.5)  # expired before the next process starts
+        answer = echo_once(config, "remote", "refreshed", tmp_path)
+        after = stored_tokens()
+    assert answer["content"][0]["text"] == "echo: refreshed"
+    assert after["refresh_token"] != before["refresh_token"]

@@ -9,6 +9,10 @@ routes in front of an in-memory provider that approves every authorization reque
 makes a refresh wait DELAY seconds before it looks its token up, so that two refreshes
 sent together race), and revokes. ``oauth-sse`` serves the same behind the SSE transport, at
 ``/sse``, built by the SDK's high-level server (``MCPServer.sse_app``, tool ``echo`` only).
+``oauth-elsewhere`` is ``oauth`` whose authorization-server metadata names its token and
+registration endpoints on ``localhost`` (the same listener under another host name) while its
+issuer is ``127.0.0.1``. ``oauth-token-path TOKEN_SECONDS`` is ``oauth`` whose token endpoint is
+``/oauth/token``, named only in its metadata (``/token`` answers 404).
 Each listens on 127.0.0.1, port 0, and prints ``port <N>`` on stdout once listening.
 
 Tools: ``echo`` answers ``echo: <message>``; ``whoami`` answers the client ID its token
@@ -17,6 +21,7 @@ was issued to (``anonymous`` without auth).
 
 from __future__ import annotations
 
+import json
 import math
 import secrets
 import socket
@@ -212,11 +217,69 @@ def oauth_app(server: Server[Any], base: str, provider: ApprovingProvider) -> St
     )
 
 
+class EndpointsElsewhere:
+    """ASGI: the authorization-server metadata of APP with its token and registration endpoints moved
+    to another host name, ``localhost``."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith("/.well-known/oauth-authorization-server"):
+            await self.app(scope, receive, send)
+            return
+        moved = ("//127.0.0.1:", "//localhost:")
+        await rewrite_metadata(
+            self.app, scope, receive, send, {"token_endpoint": moved, "registration_endpoint": moved}
+        )
+
+
+class TokenEndpointMoved:
+    """ASGI: APP's token endpoint served at ``/oauth/token`` instead of ``/token``, as its metadata says."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == "/token":
+            await send({"type": "http.response.start", "status": 404, "headers": [(b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if scope["type"] == "http" and scope["path"] == "/oauth/token":
+            scope = {**scope, "path": "/token", "raw_path": b"/token"}
+        elif scope["type"] == "http" and scope["path"].startswith("/.well-known/oauth-authorization-server"):
+            moved = {"token_endpoint": ("/token", "/oauth/token")}
+            await rewrite_metadata(self.app, scope, receive, send, moved)
+            return
+        await self.app(scope, receive, send)
+
+
+async def rewrite_metadata(
+    app: Any, scope: Any, receive: Any, send: Any, changes: dict[str, tuple[str, str]]
+) -> None:
+    """APP's answer to SCOPE (a metadata document) with each key of CHANGES's value text replaced."""
+    held: list[Any] = []
+
+    async def hold(message: Any) -> None:
+        held.append(message)
+
+    await app(scope, receive, hold)
+    start, body = held[0], b"".join(m.get("body", b"") for m in held[1:])
+    metadata = json.loads(body)
+    for key, (old, new) in changes.items():
+        metadata[key] = metadata[key].replace(old, new)
+    body = json.dumps(metadata).encode()
+    headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
+    await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
 def main() -> None:
     mode = sys.argv[1]
     sock = listen()
     port = sock.getsockname()[1]
     server: Server[Any] = Server("remote", on_list_tools=list_tools, on_call_tool=call_tool)
+    app: Any
     if mode == "sse":
         app = sse_app(server)
     else:
@@ -225,6 +288,10 @@ def main() -> None:
         provider = ApprovingProvider(token_seconds, refresh_delay)
         base = f"http://127.0.0.1:{port}"
         app = oauth_sse_app(base, provider) if mode == "oauth-sse" else oauth_app(server, base, provider)
+        if mode == "oauth-elsewhere":
+            app = EndpointsElsewhere(app)
+        elif mode == "oauth-token-path":
+            app = TokenEndpointMoved(app)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     print(f"port {port}", flush=True)
     anyio.run(uvicorn.Server(config).serve, [sock])

@@ -11,7 +11,10 @@ Contract
   ``server:<name>``), so the registry merges server tools under the plugin rules
   (prefix, collisions, ``[rename]``, ``--only``, ``--exclude``). A server that fails
   is reported (``on_failure``) with its name and reason and served without; with
-  ``strict`` the failure raises :class:`~awf_mcp.errors.PluginError`.
+  ``strict`` the failure raises :class:`~awf_mcp.errors.PluginError`. An ``auth = "oauth"``
+  server that needs sign-in (:class:`UpstreamNeedsSignIn`), when the agent declared URL
+  elicitation and a :data:`SignIn` function is given, is served as its sign-in tool instead
+  (:mod:`~awf_mcp.core.upstream.signin`).
 * Tools are named ``<server>_<tool>``; description, schemas and annotations are the
   server's own. The registry checks the names (after ``[rename]``): one that breaks the
   rules, or is already taken, is left out with a warning showing the ``[rename]`` line to add.
@@ -133,6 +136,8 @@ Where things are
   templates, completions, subscriptions, log messages);
 * :mod:`~awf_mcp.core.upstream.routing`  the server's requests to its client, routed to the
   agent's calls (suspended and resumed on the stateless revision);
+* :mod:`~awf_mcp.core.upstream.signin`  the sign-in through the agent (URL elicitation) of a
+  server that needs sign-in;
 * :mod:`~awf_mcp.core.upstream.startup`  every server started at once, and the instructions
   relayed.
 """
@@ -161,8 +166,10 @@ from awf_mcp.core.upstream.session import (
     OfferingKind,
     ProgressCallback,
     RequestAnswerer,
+    SignIn,
     UpstreamFailure,
     UpstreamGone,
+    UpstreamNeedsSignIn,
     UpstreamRequestRefused,
     UpstreamSession,
     offer_from,
@@ -185,8 +192,10 @@ __all__ = [
     "OfferingKind",
     "ProgressCallback",
     "RequestAnswerer",
+    "SignIn",
     "UpstreamFailure",
     "UpstreamGone",
+    "UpstreamNeedsSignIn",
     "UpstreamProvider",
     "UpstreamRequestRefused",
     "UpstreamSession",

@@ -32,10 +32,12 @@ from awf_mcp.core.upstream.session import (
     ClientOffer,
     Connect,
     ProgressCallback,
+    SignIn,
     UpstreamFailure,
     UpstreamGone,
     UpstreamSession,
 )
+from awf_mcp.core.upstream.signin import SIGN_IN_TOOL, AgentSignIn
 from awf_mcp.ports import (
     CallContext,
     ToolDefinition,
@@ -66,7 +68,7 @@ def backoff_seconds(deaths: int) -> float:
     return float(min(0.5 * 2 ** (deaths - 2), MAX_BACKOFF_SECONDS))
 
 
-class UpstreamProvider(ServerOfferings, RequestRouting):
+class UpstreamProvider(ServerOfferings, RequestRouting, AgentSignIn):
     """One upstream server as a :class:`~awf_mcp.ports.ToolProvider`; see the module docstring."""
 
     def __init__(
@@ -77,6 +79,7 @@ class UpstreamProvider(ServerOfferings, RequestRouting):
         roots: Sequence[str] = (),
         offer: ClientOffer = NO_OFFER,
         definition_bytes: int = MAX_SERVER_DEFINITION_BYTES,
+        sign_in: SignIn | None = None,
     ) -> None:
         self.spec = spec
         self.definition_bytes = definition_bytes
@@ -107,6 +110,7 @@ class UpstreamProvider(ServerOfferings, RequestRouting):
         ``instructions`` left out (see the module docstring)."""
         self._instructions_left_out = ""
         self._init_offerings()
+        self._init_sign_in(sign_in)
 
     @property
     def running(self) -> bool:
@@ -334,6 +338,10 @@ class UpstreamProvider(ServerOfferings, RequestRouting):
         outlive an agent's call that ends with ``input_required`` (see "Upstream requests").
         """
         tool = name.removeprefix(self._prefix)
+        if self.awaiting_sign_in:
+            if tool == SIGN_IN_TOOL:
+                return await self.call_sign_in()
+            raise UpstreamFailure(self.awaiting_sign_in)
         return await self._forward_followed(
             tool,
             arguments,
@@ -395,6 +403,7 @@ class UpstreamProvider(ServerOfferings, RequestRouting):
 
     async def close(self) -> None:
         """Stop the server."""
+        self.stop_sign_in()
         for flight in list(self._in_flight):
             flight.abandon()
         await self._shut()

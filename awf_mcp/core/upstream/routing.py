@@ -35,6 +35,7 @@ from awf_mcp.ports import (
     InputRequired,
     RequestLog,
     ToolResult,
+    feature_of,
 )
 
 log = logging.getLogger("awf_mcp.upstream")
@@ -342,7 +343,7 @@ class Flight:
         ``request`` is marked ``forwarded`` once the agent is asked.
         """
         channel = self.context.channel
-        feature = CLIENT_METHODS[method]
+        feature = feature_of(method, params) or CLIENT_METHODS[method]
         if not channel.supports(feature):
             raise UpstreamRequestRefused(
                 f"awf-mcp refused {method}: the agent does not support {feature}", unsupported=True

@@ -50,6 +50,10 @@ class UpstreamFailure(ToolError):
     """A sentence saying what went wrong with an upstream server (already redacted)."""
 
 
+class UpstreamNeedsSignIn(UpstreamFailure):
+    """An ``auth = "oauth"`` server asked for a sign-in awf-mcp does not hold (none stored, or refused)."""
+
+
 class UpstreamGone(UpstreamFailure):
     """The connection ended; the message says how (exit code, signal, fault)."""
 
@@ -159,3 +163,9 @@ class UpstreamSession(Protocol):
 
 Connect = Callable[[ServerSpec, str], AbstractAsyncContextManager[UpstreamSession]]
 """Opens a server (the ``str`` is the working directory for a stdio server)."""
+
+SignIn = Callable[[ServerSpec, Callable[[str], None]], Awaitable[None]]
+"""Signs in to an ``auth = "oauth"`` server without opening a browser: gives the authorization URL
+to the callable, waits for the redirect on a loopback callback of its own and stores the tokens;
+raises :class:`UpstreamFailure` with one sentence (the CLI runtime passes
+:func:`awf_mcp.wire.oauth.sign_in_without_browser`)."""

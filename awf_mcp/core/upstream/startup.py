@@ -16,7 +16,14 @@ from awf_mcp.core.plugins import PluginRecord, ProviderTools
 from awf_mcp.core.servers import ServerSpec
 from awf_mcp.core.upstream.listing import definition_share, text_bytes
 from awf_mcp.core.upstream.provider import MAX_RELAYED_INSTRUCTIONS_BYTES, UpstreamProvider
-from awf_mcp.core.upstream.session import NO_OFFER, ClientOffer, Connect, UpstreamFailure
+from awf_mcp.core.upstream.session import (
+    NO_OFFER,
+    ClientOffer,
+    Connect,
+    SignIn,
+    UpstreamFailure,
+    UpstreamNeedsSignIn,
+)
 from awf_mcp.errors import PluginError
 
 log = logging.getLogger("awf_mcp.upstream")
@@ -61,14 +68,21 @@ async def start_all(
     strict: bool = False,
     on_failure: Callable[[PluginRecord], None] | None = report_failed_server,
     offer: ClientOffer = NO_OFFER,
+    sign_in: SignIn | None = None,
 ) -> list[PluginRecord]:
     """Start every enabled server concurrently, advertising ``offer``; one record per server (see the
-    module docstring)."""
+    module docstring). With ``sign_in``, a server that needs sign-in is offered to an agent that
+    declared URL elicitation as its sign-in tool (:mod:`~awf_mcp.core.upstream.signin`)."""
     records: list[PluginRecord] = []
 
     async def start_one(record: PluginRecord, provider: UpstreamProvider) -> None:
         try:
             tools = await provider.start()
+        except UpstreamNeedsSignIn as exc:
+            if not provider.can_sign_in_through_agent():
+                record.fail(str(exc))
+                return
+            tools = provider.offer_sign_in(str(exc).removeprefix("the handshake failed: "))
         except UpstreamFailure as exc:
             record.fail(str(exc))
             return
@@ -84,7 +98,9 @@ async def start_all(
             elif spec.problem:
                 record.fail(spec.problem)
             else:
-                provider = UpstreamProvider(spec, connect, roots=roots, offer=offer, definition_bytes=share)
+                provider = UpstreamProvider(
+                    spec, connect, roots=roots, offer=offer, definition_bytes=share, sign_in=sign_in
+                )
                 group.start_soon(start_one, record, provider)
     failed = [record for record in records if not record.ok and record.status != "disabled"]
     if failed and strict:
