@@ -187,13 +187,18 @@ async def test_a_bash_call_does_not_unpack_the_bundle_again(home: dict[str, str]
 
 
 def test_sigkill_of_the_server_ends_the_bash_command_it_runs(home: dict[str, str], tmp_path: Path) -> None:
-    """No bootloader stands between the server and a Bash keeper, so the keeper's death signal fires."""
+    """No bootloader stands between the server and a Bash keeper, so the keeper's death signal fires.
+
+    The bootloader outlives the server and removes the bundle it unpacked from ``$TMPDIR``.
+    """
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
     process = subprocess.Popen(
         [BINARY, "serve", "--root", str(tmp_path)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        env=home,
+        env={**home, "TMPDIR": str(scratch)},
         cwd=tmp_path,
     )
     command = {
@@ -222,6 +227,9 @@ def test_sigkill_of_the_server_ends_the_bash_command_it_runs(home: dict[str, str
         while alive(sleeper) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not alive(sleeper), "the Bash command outlived the server killed with SIGKILL"
+        process.wait(timeout=30)  # the bootloader removes the bundle, then ends as its child did
+        # (the server's own awf-mcp-PID-* output directory, which a later server sweeps, may stay)
+        assert [p.name for p in scratch.iterdir() if p.name.startswith(("_MEI", "staticx-"))] == []
     finally:
         if sleeper and alive(sleeper):
             os.kill(sleeper, signal.SIGKILL)
