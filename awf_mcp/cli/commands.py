@@ -90,9 +90,11 @@ def version_report() -> str:
         f"installed in {launched_executable() if frozen else Path(awf_mcp.__file__).parent}",
     ]
     if frozen:
+        # The portable one file is a one-directory build that staticx unpacks at each start.
         kind = (
             "one-directory"
             if Path(awf_mcp.__file__).is_relative_to(Path(sys.executable).parent)
+            and launched_executable() == sys.executable
             else "one-file"
         )
         record = build_record()

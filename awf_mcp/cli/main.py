@@ -115,145 +115,82 @@ def serve(argv: Sequence[str]) -> None:
 
 
 def follow_the_bootloader() -> bool:
-    """In the one-file binary on Linux, end with the bootloader; return whether that applies.
+    """In the frozen binary on Linux, end with the bootloader above; return whether one is there.
 
     The one-file binary runs as two processes: PyInstaller's bootloader, which unpacks the
-    bundle and forwards signals, and its child, this interpreter. SIGKILL cannot be
-    forwarded: without this, ``kill -9`` of the process a client started would leave the
-    real server running, orphaned (a stdio server notices EOF and exits, an HTTP server
-    would serve on). ``PR_SET_PDEATHSIG`` has the kernel send SIGTERM instead, which
-    shuts the server down cleanly.
+    bundle and forwards signals, and its child, this interpreter. The portable binary is
+    two as well: staticx's static bootloader unpacks the loader, libc and PyInstaller's
+    one-directory build into ``$STATICX_BUNDLE_DIR`` and runs it, this interpreter
+    (:func:`unpacked_by_the_wrapper`). SIGKILL cannot be forwarded: without this, ``kill -9``
+    of the process a client started would leave the real server running, orphaned (a stdio
+    server notices EOF and exits, an HTTP server would serve on). ``PR_SET_PDEATHSIG`` has
+    the kernel send SIGTERM instead, which shuts the server down cleanly.
 
-    The bootloader also removes the unpacked bundle (50 MB in the temporary directory)
+    The bootloader also removes what it unpacked (about 50 MB in the temporary directory)
     once this process has exited. Killed, it cannot: then this process removes it as it
-    exits (:func:`remove_the_bundle_if_orphaned`, registered with :mod:`atexit`).
+    exits (:func:`remove_the_bundle_if_orphaned`, registered with :mod:`atexit`). A plain
+    one-directory build is a single process: nothing to follow.
     """
     bundle = getattr(sys, "_MEIPASS", None)
     if not sys.platform.startswith("linux") or not getattr(sys, "frozen", False) or bundle is None:
         return False
     if Path(bundle).resolve().is_relative_to(Path(sys.executable).resolve().parent):
-        return False  # the one-directory build: a single process, nothing to follow
-    import atexit
+        unpacked = unpacked_by_the_wrapper()
+        if unpacked is None:
+            return False
+    elif Path(bundle).name.startswith("_MEI"):  # only a directory named as the bootloader names them
+        unpacked = bundle
+    else:
+        unpacked = None
+    bootloader = os.getppid()
     import ctypes
     import signal
 
     pr_set_pdeathsig = 1
     ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
-    if Path(bundle).name.startswith("_MEI"):  # only a directory named as the bootloader names them
+    if unpacked is not None:
+        import atexit
+
         global _unpacked
-        _unpacked = (bundle, os.getppid())
+        _unpacked = (unpacked, bootloader)
         atexit.register(remove_the_bundle_if_orphaned)
-    follow_the_wrapper()
+    if os.getppid() != bootloader:  # it died before the death signal was asked for
+        os.kill(os.getpid(), signal.SIGTERM)
     return True
 
 
+def unpacked_by_the_wrapper() -> str | None:
+    """``$STATICX_BUNDLE_DIR`` when staticx's bootloader, this process's parent, unpacked this build.
+
+    None (this one-directory build runs on its own, or as a Bash keeper under the server)
+    unless this interpreter runs from that directory, named as staticx names it, and the
+    parent process is the very file ``$STATICX_PROG_PATH`` names.
+    """
+    directory = os.environ.get("STATICX_BUNDLE_DIR", "")
+    started = os.environ.get("STATICX_PROG_PATH", "")
+    if not directory or not started or not Path(directory).name.startswith("staticx-"):
+        return None
+    if not Path(sys.executable).resolve().is_relative_to(Path(directory).resolve()):
+        return None
+    try:
+        return directory if os.path.samefile(f"/proc/{os.getppid()}/exe", started) else None
+    except OSError:
+        return None
+
+
 _unpacked: tuple[str, int] | None = None
-"""The one-file binary's unpacked bundle and the pid of the bootloader that owns it."""
+"""The directory a bootloader unpacked this process from, and that bootloader's pid."""
 
 
 def remove_the_bundle_if_orphaned() -> None:
     """At exit: remove the unpacked bundle when its bootloader has died, as nobody else will.
 
     While the bootloader lives, this process is its child and it removes the bundle itself.
-    The same holds for the portable binary's outermost process and what it unpacked.
     """
     import shutil
 
     if _unpacked is not None and os.getppid() != _unpacked[1]:
         shutil.rmtree(_unpacked[0], ignore_errors=True)
-    if _wrapper is not None and not _wrapper.alive():
-        shutil.rmtree(_wrapper.directory, ignore_errors=True)
-
-
-class Wrapper:
-    """The portable binary's outermost process: staticx's bootloader, and the directory it unpacked.
-
-    Known by a pidfd where the kernel has them (Linux 5.3), else by the pid it had while it
-    was, checked to be the parent of this process's parent.
-    """
-
-    def __init__(self, pid: int, directory: str, bootloader: int) -> None:
-        self.pid, self.directory, self.bootloader = pid, directory, bootloader
-        try:
-            self.pidfd: int | None = os.pidfd_open(pid)
-        except OSError:
-            self.pidfd = None
-
-    def alive(self, timeout: float | None = 0) -> bool:
-        """Whether it still runs; ``timeout=None`` waits until it has ended, then says False."""
-        import select
-        import time
-
-        if self.pidfd is not None:
-            return not select.select([self.pidfd], [], [], timeout)[0]
-        while parent_pid(self.bootloader) == self.pid:
-            if timeout is not None:
-                return True
-            time.sleep(0.5)
-        return False
-
-    def end_with_it(self) -> None:
-        """In a daemon thread: wait for the wrapper to end, then SIGTERM this process.
-
-        Not when the bootloader in between has died first: its death signal already asked
-        this process to stop (the wrapper ends because it did), and a second SIGTERM in the
-        middle of shutting down would cut the cleanup short.
-        """
-        import signal
-
-        def wait() -> None:
-            self.alive(timeout=None)
-            if os.getppid() == self.bootloader:
-                os.kill(os.getpid(), signal.SIGTERM)
-
-        threading.Thread(target=wait, name="awf-mcp-wrapper-watch", daemon=True).start()
-
-
-_wrapper: Wrapper | None = None
-"""The portable binary's staticx bootloader, when this process runs under one."""
-
-
-def parent_pid(pid: int) -> int | None:
-    """The parent of process ``pid`` per ``/proc`` (None when it is gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-        return int(stat.rsplit(b")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def follow_the_wrapper() -> None:
-    """In the portable binary, also end with the outermost process, staticx's bootloader.
-
-    The portable one file runs as three processes: staticx's static bootloader unpacks the
-    loader, libc and PyInstaller's binary into ``$STATICX_BUNDLE_DIR`` and runs that binary,
-    the bootloader :func:`follow_the_bootloader` follows, whose child is this interpreter.
-    SIGKILL of the outermost process orphans the other two and leaves its directory behind.
-    So a daemon thread here waits for it to end and then sends this process SIGTERM, and the
-    directory is removed at exit once its owner is gone. Nothing happens unless the process
-    two levels up is the very file ``$STATICX_PROG_PATH`` names and this interpreter runs
-    from ``$STATICX_BUNDLE_DIR``.
-    """
-    directory = os.environ.get("STATICX_BUNDLE_DIR", "")
-    started = os.environ.get("STATICX_PROG_PATH", "")
-    if not directory or not started or not Path(directory).name.startswith("staticx-"):
-        return
-    if not Path(sys.executable).resolve().is_relative_to(Path(directory).resolve()):
-        return
-    bootloader = os.getppid()
-    outermost = parent_pid(bootloader)
-    try:
-        if outermost is None or not os.path.samefile(f"/proc/{outermost}/exe", started):
-            return
-    except OSError:
-        return
-    wrapper = Wrapper(outermost, directory, bootloader)
-    if parent_pid(bootloader) != outermost and wrapper.pidfd is not None:
-        os.close(wrapper.pidfd)  # it ended before its pidfd was opened: the pid may be another's now
-        wrapper.pidfd = None
-    global _wrapper
-    _wrapper = wrapper
-    wrapper.end_with_it()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

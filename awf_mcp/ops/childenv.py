@@ -9,8 +9,8 @@ it is the bootloader's. :func:`child_environment` returns the user's environment
 was before the bootloader changed it (PyInstaller keeps the original in ``VAR_ORIG``).
 Outside a frozen binary it is ``os.environ`` unchanged.
 
-The portable binary is PyInstaller's wrapped by staticx, whose static bootloader unpacks
-the loader and libc the bundle was built against and runs PyInstaller's binary on them. It
+The portable binary is PyInstaller's one-directory build wrapped by staticx, whose static
+bootloader unpacks it with the loader and libc it was built against and runs it on them. It
 adds ``STATICX_BUNDLE_DIR`` and ``STATICX_PROG_PATH`` (:data:`WRAPPER_VARIABLES`), and
 changes no library path: the wrapped binary finds its libraries through its own patched
 ELF headers, which no child inherits. A child gets neither variable, so it runs on the
