@@ -186,6 +186,54 @@ LAUNCH: tuple[Option, ...] = (
         bool,
         "HTTP on loopback: require no token (every user of this machine can then run every tool as you).",
     ),
+    Option(
+        "token_file",
+        "--token-file",
+        str,
+        "HTTP: accept the named tokens of FILE, one 'NAME TOKEN' per line (chmod 600; "
+        "read again on SIGHUP); each caller is recorded by name.",
+        metavar="FILE",
+        path=True,
+    ),
+    Option(
+        "auth_issuer",
+        "--auth-issuer",
+        str,
+        "HTTP: accept the access tokens of this OAuth authorization server (its issuer URL; "
+        "also [http.auth] issuer).",
+        metavar="URL",
+    ),
+    Option(
+        "auth_audience",
+        "--auth-audience",
+        str,
+        "HTTP: this server's resource URL, which an access token's audience must name "
+        "(e.g. https://mcp.example.com/mcp).",
+        metavar="URL",
+    ),
+    Option(
+        "auth_scopes",
+        "--auth-scope",
+        str,
+        "HTTP: a scope every access token must grant (repeatable).",
+        metavar="SCOPE",
+        repeat=True,
+    ),
+    Option(
+        "auth_claims",
+        "--auth-claim",
+        str,
+        "HTTP: an access-token claim the caller carries into the audit log and the policy "
+        "(repeatable; default: groups).",
+        metavar="CLAIM",
+        repeat=True,
+    ),
+    Option(
+        "allow_shell",
+        "--allow-shell",
+        bool,
+        "HTTP on a non-loopback address: serve Bash anyway, to every caller, with this host's rights.",
+    ),
 )
 """The options only ``serve`` has: fields of :class:`LaunchOptions`."""
 
@@ -209,6 +257,12 @@ class LaunchOptions:
     port: int = 8765
     token: str | None = None
     no_token: bool = False
+    token_file: str | None = None
+    auth_issuer: str | None = None
+    auth_audience: str | None = None
+    auth_scopes: tuple[str, ...] = ()
+    auth_claims: tuple[str, ...] = ()
+    allow_shell: bool = False
 
 
 def serve_parser() -> argparse.ArgumentParser:

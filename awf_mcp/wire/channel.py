@@ -41,7 +41,14 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from awf_mcp.ports import CLIENT_METHODS, ClientCannotAnswer, ClientFeature, InputRequired
+from awf_mcp.ports import (
+    CLIENT_METHODS,
+    LOCAL_CALLER,
+    Caller,
+    ClientCannotAnswer,
+    ClientFeature,
+    InputRequired,
+)
 
 
 def client_name(ctx: ServerRequestContext[Any]) -> str | None:
@@ -79,6 +86,15 @@ def question_key(method: str, params: Mapping[str, Any]) -> str:
     """The key of a question in ``inputRequests``: the same question always has the same key."""
     digest = hashlib.sha256(compact_json({"m": method, "p": params}, sort_keys=True).encode()).digest()
     return f"{CLIENT_METHODS[method]}-{base64.urlsafe_b64encode(digest[:12]).decode()}"
+
+
+def caller(ctx: ServerRequestContext[Any]) -> Caller:
+    """Who made this request: the local user on stdio, else the HTTP request's authenticated caller."""
+    if ctx.request is None:
+        return LOCAL_CALLER
+    from awf_mcp.wire.httpauth import caller_of  # HTTP only: stdio never loads the token checks
+
+    return caller_of(ctx.request)
 
 
 def session_key(ctx: ServerRequestContext[Any]) -> Hashable | None:

@@ -43,7 +43,7 @@ from awf_mcp.core.catalog import Catalog, UnknownResourceError, page
 from awf_mcp.errors import UnknownToolError, describe_exception
 from awf_mcp.ports import visible_text
 from awf_mcp.wire.changes import LISTED_BY_LIMIT, ListedBy, ListenStreams
-from awf_mcp.wire.channel import client_name, session_key
+from awf_mcp.wire.channel import caller, client_name, session_key
 from awf_mcp.wire.mapping import (
     prompt_result_to_mcp,
     prompt_to_mcp,
@@ -134,6 +134,7 @@ class OfferingHandlers:
                 params.arguments or {},
                 client_name=client_name(ctx),
                 session=session_key(ctx),
+                caller=caller(ctx),
             )
         except UnknownToolError as exc:
             raise MCPError(code=types.INVALID_PARAMS, message=visible_text(exc.message)) from None
@@ -164,7 +165,7 @@ class OfferingHandlers:
     ) -> types.ReadResourceResult:
         try:
             result = await self.catalog.read_resource(
-                params.uri, client_name=client_name(ctx), session=session_key(ctx)
+                params.uri, client_name=client_name(ctx), session=session_key(ctx), caller=caller(ctx)
             )
         except UnknownToolError as exc:
             raise MCPError(code=types.INVALID_PARAMS, message=visible_text(exc.message)) from None
