@@ -509,11 +509,10 @@ class Access:
         self.metadata_url: str | None = None
         self._public: dict[str, Any] = {}
         if settings is not None:
-            resource = AnyHttpUrl(settings.audience)
-            self.metadata_url = str(build_resource_metadata_url(resource))
-            for route in create_protected_resource_routes(
-                resource_url=resource,
-                authorization_servers=[AnyHttpUrl(settings.issuer)],
+            self.metadata_url = str(build_resource_metadata_url(AnyHttpUrl(settings.audience)))
+            for route in create_protected_resource_routes(  # URLs as spelt: the model keeps a bare path bare
+                resource_url=settings.audience,  # type: ignore[arg-type]
+                authorization_servers=[settings.issuer],  # type: ignore[list-item]
                 scopes_supported=self.scopes or None,
                 resource_name="awf-mcp",
             ):
