@@ -337,7 +337,7 @@ class IssuerTokens:
             raise TokenRefused(f"the token has no {exc.claim} claim") from None
         except jwt.InvalidSignatureError:
             raise TokenRefused("the token's signature does not verify against the issuer's keys") from None
-        except jwt.PyJWTError:
+        except (jwt.PyJWTError, TypeError, ValueError):  # TypeError: an algorithm of another key type
             raise TokenRefused("the token could not be verified against the issuer's keys") from None
 
     async def _introspect(self, token: str) -> Mapping[str, Any]:
