@@ -1,4 +1,4 @@
-"""The token checks of ``serve --transport http``: the issuer's JWTs and introspection, static tokens, callers.
+"""The token checks of ``serve --transport http``: JWTs, introspection, static tokens, callers.
 
 The authorization server is played by an ``httpx2.MockTransport`` answering its metadata,
 JWKS and introspection; the tokens are real, signed by PyJWT with keys from ``cryptography``.
