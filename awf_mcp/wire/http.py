@@ -124,9 +124,17 @@ def listen(host: str, port: int) -> socket.socket:
     from awf_mcp.wire.httpguard import ACCEPT_BATCH
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # Protocol IPPROTO_TCP, not create_server's 0: asyncio sets TCP_NODELAY only on connections
+    # of a socket that says TCP, and without it each answer's body waits for the client's
+    # delayed ACK of its headers (about 40 ms per request on a kept-alive connection).
+    listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
-        return socket.create_server((host, port), family=family, backlog=ACCEPT_BATCH)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+        listener.listen(ACCEPT_BATCH)
+        return listener
     except OSError as exc:
+        listener.close()
         reason = (exc.strerror or str(exc)).split(" (while attempting", 1)[0]  # the address follows
         raise UserError(f"cannot listen on {host} port {port}: {reason}") from None
 
