@@ -44,6 +44,9 @@ Sections:
                   (the wheel's ``rg``, else one on PATH), all in one run.
 * ``upstream``    three real upstream MCP servers direct and behind awf-mcp: start-up, echo
                   calls/s (sequential, 16 in flight), added latency, RSS (``bench/upstreams.py``).
+* ``tokens``      ``serve --transport http``: a call's p50 and p99 with no token, a static token
+                  and a JWT of an authorization server, the latency each check adds, and the
+                  check alone in process (``bench/tokens.py``).
 
 awf-mcp runs with ``--output-budget`` 1 MiB (:data:`OUTPUT_BUDGET`): the bench client is no client
 awf-mcp knows, and the default budget of 10,000 bytes would cut Read and the searches short of
@@ -81,6 +84,7 @@ REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
 from client import Connection, ServerError, text_of  # noqa: E402
+from tokens import bench_tokens  # noqa: E402
 from upstreams import bench_upstream  # noqa: E402
 from workloads import (  # noqa: E402
     READ_LINES,
@@ -91,7 +95,18 @@ from workloads import (  # noqa: E402
     read_file_text,
 )
 
-SECTIONS = ("startup", "throughput", "concurrency", "bash", "memory", "plugins", "exit", "grep", "upstream")
+SECTIONS = (
+    "startup",
+    "throughput",
+    "concurrency",
+    "bash",
+    "memory",
+    "plugins",
+    "exit",
+    "grep",
+    "upstream",
+    "tokens",
+)
 NODE_PACKAGE = "@modelcontextprotocol/server-filesystem"
 MIB = 1024 * 1024
 OUTPUT_BUDGET = MIB
@@ -766,6 +781,7 @@ BENCHES: dict[str, Callable[[Setup, Report], None]] = {
     "exit": bench_exit,
     "grep": bench_grep,
     "upstream": bench_upstream,
+    "tokens": bench_tokens,
 }
 
 

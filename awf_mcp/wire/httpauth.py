@@ -35,7 +35,10 @@ logged at INFO with the client's address; no token, nor any part of one, is ever
   refused before any key is looked at) and matching the key's declared ``alg``; ``iss`` the
   issuer, ``aud`` naming the audience, ``exp`` required and past (with
   :data:`LEEWAY_SECONDS`), ``nbf`` if present. Keys are fetched once and cached; a token
-  naming an unknown ``kid`` refetches them at most every :data:`JWKS_REFRESH_SECONDS`;
+  naming an unknown ``kid`` refetches them at most every :data:`JWKS_REFRESH_SECONDS`.
+  A JWT that passed is remembered by its SHA-256 digest until its ``exp`` (at most
+  :data:`VERIFIED_SECONDS`, at most :data:`VERIFIED_BYTES` of tokens, the oldest forgotten
+  first), so a client's next calls with it skip the signature check; a refused one is not;
 * any other token is introspected (RFC 7662) when an introspection endpoint is known,
   authenticating with the configured client credentials; it must be ``active``, name the
   audience in ``aud`` and, where it says, the issuer and an unexpired ``exp``. Results are
@@ -50,6 +53,8 @@ Every fetch is bounded: :data:`FETCH_SECONDS`, :data:`MAX_FETCH_BYTES`; a token 
 
 from __future__ import annotations
 
+import collections
+import hashlib
 import json
 import logging
 import time
@@ -110,6 +115,10 @@ MAX_FETCH_BYTES = 256 * 1024
 """The largest metadata, JWKS or introspection answer read."""
 MAX_TOKEN_BYTES = 16 * 1024
 """The longest token checked."""
+VERIFIED_SECONDS = 300.0
+"""The longest a verified JWT is remembered (never past its ``exp``)."""
+VERIFIED_BYTES = 8 * 1024 * 1024
+"""The most bytes of verified JWTs (and their kept claims) remembered at once."""
 
 STATIC_PREFIX = "token:"
 """The ``client_id`` of a static token's :class:`AccessToken`: this, then the token's name."""
@@ -216,6 +225,10 @@ class IssuerTokens:
         self._keys: dict[str | None, tuple[jwt.PyJWK, str | None]] = {}
         self._fetched_at = -JWKS_REFRESH_SECONDS
         self._fetching = anyio.Lock()
+        self._verified: collections.OrderedDict[bytes, tuple[AccessToken, float, int]] = (
+            collections.OrderedDict()
+        )
+        self._verified_bytes = 0
 
     @classmethod
     async def start(cls, settings: HttpAuth, client: httpx2.AsyncClient | None = None) -> IssuerTokens:
@@ -281,16 +294,35 @@ class IssuerTokens:
     async def verify(self, token: str) -> AccessToken:
         """The :class:`AccessToken` of ``token``; :class:`TokenRefused` saying why not."""
         if token.count(".") == 2 and self.server.jwks_uri is not None:
-            claims = await self._verify_jwt(token)
-        elif self.introspection_endpoint is not None:
-            claims = await self._introspect(token)
-        elif token.count(".") == 2:
+            digest = hashlib.sha256(token.encode()).digest()
+            remembered = self._verified.get(digest)
+            if remembered is not None:
+                if time.time() < remembered[1]:
+                    return remembered[0]
+                self._forget(digest)
+            access = self._access(token, await self._verify_jwt(token))
+            self._remember(digest, access)
+            return access
+        if self.introspection_endpoint is not None:
+            return self._access(token, await self._introspect(token))
+        if token.count(".") == 2:
             raise TokenRefused("the token is a JWT, but the issuer publishes no keys (jwks_uri) to check it")
-        else:
-            raise TokenRefused(
-                "the token is not a JWT, and no introspection endpoint is configured to check it"
-            )
-        return self._access(token, claims)
+        raise TokenRefused("the token is not a JWT, and no introspection endpoint is configured to check it")
+
+    def _remember(self, digest: bytes, access: AccessToken) -> None:
+        if access.expires_at is None:
+            return
+        until = min(access.expires_at + LEEWAY_SECONDS, time.time() + VERIFIED_SECONDS)
+        size = len(access.token) + len(json.dumps(access.claims or {}, ensure_ascii=False))
+        self._verified[digest] = (access, until, size)
+        self._verified_bytes += size
+        while self._verified_bytes > VERIFIED_BYTES:
+            self._forget(next(iter(self._verified)))
+
+    def _forget(self, digest: bytes) -> None:
+        entry = self._verified.pop(digest, None)
+        if entry is not None:
+            self._verified_bytes -= entry[2]
 
     async def _verify_jwt(self, token: str) -> Mapping[str, Any]:
         try:

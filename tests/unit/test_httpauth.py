@@ -287,3 +287,19 @@ def test_http_auth_settings_merge_and_refuse() -> None:
         http_auth({"issuer": "file:///etc", "audience": AUDIENCE})
     with pytest.raises(ConfigError, match="unknown key 'isuer'"):
         http_auth({"isuer": ISSUER, "issuer": ISSUER, "audience": AUDIENCE})
+
+
+async def test_a_verified_jwt_is_remembered_until_its_exp_and_within_a_bound(
+    rsa_key: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tokens = await Issuer((rsa_key, "k1", None)).tokens()
+    soon = sign(rsa_key, exp=int(time.time()) - httpauth.LEEWAY_SECONDS + 1)
+    assert (await tokens.verify(soon)).subject == "alice"
+    assert (await tokens.verify(soon)).subject == "alice"  # remembered
+    time.sleep(1.1)
+    with pytest.raises(TokenRefused, match="has expired"):
+        await tokens.verify(soon)
+    monkeypatch.setattr(httpauth, "VERIFIED_BYTES", 2000)
+    for index in range(20):
+        await tokens.verify(sign(rsa_key, jti=str(index)))
+    assert 0 < len(tokens._verified) < 20 and tokens._verified_bytes <= 2000
