@@ -20,7 +20,8 @@ of a token file (``--token-file``), read by :func:`read_token_file`:
   printable ASCII characters without spaces;
 * a malformed line, a name given twice and a token given twice are each a
   :class:`~awf_mcp.errors.UserError` naming the line number, never quoting the token;
-* the file must be a regular file of at most :data:`MAX_TOKEN_FILE_BYTES`, readable and
+* the file must be a regular file (a symbolic link to one is followed, as Kubernetes mounts
+  secrets) of at most :data:`MAX_TOKEN_FILE_BYTES`, readable and
   writable by its owner only (no group or other permission bits: ``chmod 600``), since
   anyone who can read it holds every token in it, and anyone who can write it can add one.
 
@@ -78,11 +79,11 @@ _TOKEN = re.compile(r"[!-~]{16,512}")
 def read_token_file(path: Path) -> dict[str, str]:
     """The tokens of token file ``path`` by name; :class:`UserError` saying what is wrong and where."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError as exc:
         raise UserError(f"cannot read token file {path}: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "rb") as file:
-        info = os.fstat(file.fileno())
+    try:
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise UserError(f"token file {path} is not a regular file")
         if info.st_mode & 0o077:
@@ -90,7 +91,10 @@ def read_token_file(path: Path) -> dict[str, str]:
                 f"token file {path} may be read or written by others "
                 f"(mode {stat.S_IMODE(info.st_mode):04o}): make it private with chmod 600 {path}"
             )
-        raw = file.read(MAX_TOKEN_FILE_BYTES + 1)
+        with os.fdopen(os.dup(fd), "rb") as file:
+            raw = file.read(MAX_TOKEN_FILE_BYTES + 1)
+    finally:
+        os.close(fd)
     if len(raw) > MAX_TOKEN_FILE_BYTES:
         raise UserError(f"token file {path} is larger than {MAX_TOKEN_FILE_BYTES:,} bytes")
     tokens: dict[str, str] = {}

@@ -228,9 +228,13 @@ def test_token_file_errors_name_the_line_and_never_the_token(tmp_path: Path) -> 
         assert token not in str(caught.value)
     with pytest.raises(UserError, match="chmod 600"):
         read_token_file(write_tokens(tmp_path / "tokens", f"a {token}\n", 0o640))
-    (tmp_path / "link").symlink_to(tmp_path / "tokens")
-    with pytest.raises(UserError, match="cannot read token file"):
+    (tmp_path / "link").symlink_to(tmp_path / "tokens")  # its target is what is checked
+    with pytest.raises(UserError, match="chmod 600"):
         read_token_file(tmp_path / "link")
+    with pytest.raises(UserError, match="not a regular file"):
+        read_token_file(tmp_path)
+    with pytest.raises(UserError, match="cannot read token file"):
+        read_token_file(tmp_path / "missing")
 
 
 def test_named_tokens_reload_and_keep_the_old_set_on_a_bad_file(tmp_path: Path) -> None:
