@@ -284,40 +284,33 @@ async def test_named_tokens_are_read_again_on_sighup(tmp_path: Path, root: Path)
     assert old not in stderr and new not in stderr
 
 
+def refused_start(*args: str) -> subprocess.CompletedProcess[str]:
+    """``serve --transport http ARGS``, which must stop at start-up: what it did."""
+    done = subprocess.run(
+        server_command("serve", "--transport", "http", "--port", "0", *args),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=server_env(),
+    )
+    assert done.returncode != 0, done.stderr
+    return done
+
+
 def test_a_bad_token_file_stops_the_start_with_its_line_and_no_token(tmp_path: Path) -> None:
     tokens = tmp_path / "tokens"
     secret = "s3cret-" + "x" * 20
     write_tokens(tokens, f"ok {secret}1\nnot well formed {secret}\n")
-    done = subprocess.run(
-        server_command("serve", "--transport", "http", "--port", "0", "--token-file", str(tokens)),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=server_env(),
-    )
-    assert done.returncode != 0 and "line 2" in done.stderr and secret not in done.stderr
+    done = refused_start("--token-file", str(tokens))
+    assert "line 2" in done.stderr and secret not in done.stderr
     write_tokens(tokens, f"ok {secret}\n")
     tokens.chmod(0o644)
-    done = subprocess.run(
-        server_command("serve", "--transport", "http", "--port", "0", "--token-file", str(tokens)),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=server_env(),
-    )
-    assert done.returncode != 0 and "chmod 600" in done.stderr
+    assert "chmod 600" in refused_start("--token-file", str(tokens)).stderr
 
 
 def test_a_gateway_beyond_loopback_serves_bash_only_when_told(root: Path) -> None:
     argv = ["--host", "0.0.0.0", "--token", "t" * 32, "--root", str(root)]
-    done = subprocess.run(
-        server_command("serve", "--transport", "http", "--port", "0", *argv),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=server_env(),
-    )
-    assert done.returncode != 0
+    done = refused_start(*argv)
     assert "--allow-shell" in done.stderr and "--exclude Bash" in done.stderr
     for extra in (["--exclude", "Bash"], ["--allow-shell"]):
         url, process = start_http(*argv, *extra)
