@@ -107,7 +107,6 @@ def serve(argv: Sequence[str]) -> None:
             from awf_mcp.ops.httptoken import kept_token
 
             (token, token_file), show_token = kept_token(), True
-        tokens = None if launch.no_token else NamedTokens(token, named)
 
         async def run_http() -> None:
             await runtime.serve_http(
@@ -118,7 +117,7 @@ def serve(argv: Sequence[str]) -> None:
                 token=token,
                 show_token=show_token,
                 token_file=token_file,
-                tokens=tokens,
+                tokens=None if launch.no_token else NamedTokens(token, named),
                 auth=auth,
                 allow_shell=launch.allow_shell,
                 observer=observer,

@@ -174,19 +174,6 @@ LAUNCH: tuple[Option, ...] = (
         "HTTP: port to listen on (default 8765; 0 picks a free one).",
     ),
     Option(
-        "token",
-        "--token",
-        str,
-        "HTTP: require 'Authorization: Bearer TOKEN' on every request (default: $AWF_MCP_TOKEN, "
-        "else a token awf-mcp keeps in its state directory and prints).",
-    ),
-    Option(
-        "no_token",
-        "--no-token",
-        bool,
-        "HTTP on loopback: require no token (every user of this machine can then run every tool as you).",
-    ),
-    Option(
         "token_file",
         "--token-file",
         str,
@@ -234,6 +221,19 @@ LAUNCH: tuple[Option, ...] = (
         bool,
         "HTTP on a non-loopback address: serve Bash anyway, to every caller, with this host's rights.",
     ),
+    Option(
+        "token",
+        "--token",
+        str,
+        "HTTP: require 'Authorization: Bearer TOKEN' on every request (default: $AWF_MCP_TOKEN, "
+        "else a token awf-mcp keeps in its state directory and prints).",
+    ),
+    Option(
+        "no_token",
+        "--no-token",
+        bool,
+        "HTTP on loopback: require no token (every user of this machine can then run every tool as you).",
+    ),
 )
 """The options only ``serve`` has: fields of :class:`LaunchOptions`."""
 
@@ -255,14 +255,14 @@ class LaunchOptions:
     transport: Literal["stdio", "http"] = "stdio"
     host: str = "127.0.0.1"
     port: int = 8765
-    token: str | None = None
-    no_token: bool = False
     token_file: str | None = None
     auth_issuer: str | None = None
     auth_audience: str | None = None
     auth_scopes: tuple[str, ...] = ()
     auth_claims: tuple[str, ...] = ()
     allow_shell: bool = False
+    token: str | None = None
+    no_token: bool = False
 
 
 def serve_parser() -> argparse.ArgumentParser:

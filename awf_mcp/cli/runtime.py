@@ -326,15 +326,17 @@ async def serve_http(
     allow_shell: bool = False,
     observer: Callable[[CallRecord], None] | None = log_call,
 ) -> None:
-    """Run ``awf-mcp serve --transport http`` until SIGTERM or SIGINT; SIGHUP reads the token file again.
+    """Run ``awf-mcp serve --transport http`` until SIGTERM or SIGINT.
 
-    ``tokens`` are the static tokens accepted, ``auth`` the authorization server whose access
-    tokens are (discovered before the port opens); neither means no token at all (``--no-token``).
-    On a non-loopback ``host``, a served Bash is refused unless ``allow_shell``: every
-    caller would run commands with this host's rights. The URL is logged at INFO once the
-    port is bound. With ``show_token`` (the token is awf-mcp's own) the URL carries the
-    token, and when it is kept in ``token_file`` a second line says where and how else to
-    send it. Without a token, a warning says who can use the server.
+    ``tokens`` are the static tokens accepted (SIGHUP reads their file again), ``auth`` the
+    authorization server whose access tokens are (discovered before the port opens); neither
+    means no token at all (``--no-token``). On a non-loopback ``host``, a served Bash is
+    refused unless ``allow_shell``: every caller would run commands with this host's rights.
+
+    The URL is logged at INFO once the port is bound. With ``show_token`` (the token is
+    awf-mcp's own) the URL carries the token, and when it is kept in ``token_file`` a
+    second line says where and how else to send it. Without a token, a warning says who
+    can use the server.
     """
     from awf_mcp.wire import http
     from awf_mcp.wire import server as adapter

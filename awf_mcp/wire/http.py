@@ -1,10 +1,14 @@
 """Streamable HTTP: awf-mcp's server at ``http://host:port/mcp``.
 
+An ``access`` (:class:`~awf_mcp.wire.httpauth.Access`, what ``serve`` passes) decides who may
+call: static tokens, named ones, and the access tokens of an authorization server, whose
+protected resource metadata it serves; each request then carries its caller.
+
 Loopback by default, with the SDK's Host/Origin checks against DNS
-rebinding. An ``access`` (:class:`~awf_mcp.wire.httpauth.Access`) makes every request carry
-one of its tokens (``Authorization: Bearer <token>``, or the URL's ``?token=<token>`` for a
-static token) or get ``401``; the caller refuses to bind a non-loopback address without one.
-Connections are guarded by :mod:`awf_mcp.wire.httpguard`: request deadlines, a cap below the open-file limit,
+rebinding. A ``token`` makes every request carry ``Authorization: Bearer
+<token>`` or the URL's ``?token=<token>`` (compared in constant time) or get ``401``;
+the caller refuses to bind a non-loopback address without one. Connections are guarded
+by :mod:`awf_mcp.wire.httpguard`: request deadlines, a cap below the open-file limit,
 log records one line each. When ``stop`` is set, the listen streams
 and the sessions' standalone GET streams end (:class:`StandaloneStreams`), so no
 client holding one open holds up the exit.
@@ -13,6 +17,7 @@ client holding one open holds up the exit.
 from __future__ import annotations
 
 import contextlib
+import hmac
 import socket
 import urllib.parse
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -58,6 +63,33 @@ def query_token(query: bytes) -> bytes:
         if name == b"token":
             return urllib.parse.unquote_to_bytes(value.replace(b"+", b" "))
     return b""
+
+
+class BearerTokenGuard:
+    """ASGI middleware: HTTP requests without the token get 401.
+
+    The token comes as ``Authorization: Bearer <token>``, or as the URL's ``?token=<token>``
+    (the URL awf-mcp prints, for clients that take only a URL); each is compared in
+    constant time.
+    """
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.expected_header = f"Bearer {token}".encode()
+        self.expected = token.encode()
+
+    def _authorized(self, scope: Scope) -> bool:
+        supplied = dict(scope.get("headers") or []).get(b"authorization", b"")
+        by_header = hmac.compare_digest(supplied, self.expected_header)
+        by_query = hmac.compare_digest(query_token(scope.get("query_string") or b""), self.expected)
+        return by_header or by_query
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not self._authorized(scope):
+            body = b'{"error": "unauthorized: send Authorization: Bearer <token>"}'
+            await _send_json(send, 401, body, (b"www-authenticate", b'Bearer realm="awf-mcp"'))
+            return
+        await self.app(scope, receive, send)
 
 
 class StandaloneStreams:
@@ -145,6 +177,7 @@ async def serve_http(
     port: int,
     *,
     stop: anyio.Event,
+    token: str | None = None,
     access: Access | None = None,
     on_listening: Callable[[str], None] | None = None,
     listener: socket.socket | None = None,
@@ -177,6 +210,8 @@ async def serve_http(
     app: ASGIApp = streams
     if access is not None:
         app = access.guard(app)
+    if token:
+        app = BearerTokenGuard(app, token)
     config = uvicorn.Config(
         app,
         http=guarded_protocol(ConnectionGuard(connection_limit())),

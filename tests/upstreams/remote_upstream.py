@@ -9,18 +9,20 @@ routes in front of an in-memory provider that approves every authorization reque
 makes a refresh wait DELAY seconds before it looks its token up, so that two refreshes
 sent together race), and revokes. ``oauth-sse`` serves the same behind the SSE transport, at
 ``/sse``, built by the SDK's high-level server (``MCPServer.sse_app``, tool ``echo`` only).
-``issuer KEY_PEM [NAME=GROUP,GROUP ...]`` serves only an authorization server (no MCP): the
-same routes and approving provider, whose access tokens are JWTs signed with the private key
-in file KEY_PEM (RS256 for an RSA key, ES256 for a P-256 one, key ID ``test-key``), with
-``iss`` this server, ``aud`` the ``resource`` the client asked for, ``sub`` the client's
-registered ``client_name``, ``groups`` as NAME=GROUP,... gives for that name, ``scope`` and
-``exp``; its metadata adds ``jwks_uri`` (``/jwks``, the public key) and
-``introspection_endpoint`` (``/introspect``, RFC 7662, answering for the opaque tokens made
-with ``POST /opaque?sub=NAME&aud=URL&scope=S``, and ``active: false`` for anything else).
 Each listens on 127.0.0.1, port 0, and prints ``port <N>`` on stdout once listening.
 
 Tools: ``echo`` answers ``echo: <message>``; ``whoami`` answers the client ID its token
 was issued to (``anonymous`` without auth).
+
+``python remote_upstream.py issuer KEY_PEM [NAME=GROUP,GROUP ...]`` serves only an authorization
+server (no MCP): the same routes and approving provider, whose access tokens are JWTs signed
+with the private key in file KEY_PEM (RS256 for an RSA key, ES256 for a P-256 one, key ID
+``test-key``), with ``iss`` this server, ``aud`` the ``resource`` the client asked for, ``sub``
+the client's registered ``client_name``, ``groups`` as NAME=GROUP,... gives for that name,
+``scope`` and ``exp``; its metadata adds ``jwks_uri`` (``/jwks``, the public key) and
+``introspection_endpoint`` (``/introspect``, RFC 7662, answering for the opaque tokens made with
+``POST /opaque?sub=NAME&aud=URL&scope=S``, and ``active: false`` for anything else). It listens
+and prints its port as the others do.
 """
 
 from __future__ import annotations
@@ -160,66 +162,6 @@ class ApprovingProvider:
                     del table[key]
 
 
-def listen() -> socket.socket:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    return sock
-
-
-def sse_app(server: Server[Any]) -> Starlette:
-    transport = SseServerTransport("/messages/")
-
-    async def handle_sse(request: Request) -> Response:
-        async with transport.connect_sse(request.scope, request.receive, request._send) as (reads, writes):
-            await server.run(reads, writes, server.create_initialization_options())
-        return Response()
-
-    return Starlette(
-        routes=[
-            Route("/sse", endpoint=handle_sse, methods=["GET"]),
-            Mount("/messages/", app=transport.handle_post_message),
-        ]
-    )
-
-
-def auth_settings(base: str, path: str) -> AuthSettings:
-    return AuthSettings(
-        issuer_url=base,
-        resource_server_url=f"{base}{path}",
-        client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=["tools"]),
-        revocation_options=RevocationOptions(enabled=True),
-        required_scopes=["tools"],
-        validate_token_resource=True,
-    )
-
-
-def oauth_sse_app(base: str, provider: ApprovingProvider) -> Starlette:
-    """The SSE transport behind the same auth, as the SDK's high-level server builds it."""
-    from mcp.server.mcpserver import MCPServer
-
-    server: MCPServer[Any] = MCPServer(
-        "remote", auth=auth_settings(base, "/sse"), auth_server_provider=provider
-    )
-
-    @server.tool()
-    def echo(message: str) -> str:
-        """Echo."""
-        return f"echo: {message}"
-
-    return server.sse_app()
-
-
-def oauth_app(server: Server[Any], base: str, provider: ApprovingProvider) -> Starlette:
-    auth = auth_settings(base, "/mcp")
-    return server.streamable_http_app(
-        auth=auth,
-        auth_server_provider=provider,
-        token_verifier=ProviderTokenVerifier(provider),
-        host="127.0.0.1",
-    )
-
-
 class JwtProvider(ApprovingProvider):
     """The approving provider, issuing JWT access tokens (see the module docstring)."""
 
@@ -319,21 +261,90 @@ def issuer_app(base: str, provider: JwtProvider) -> Starlette:
     return Starlette(routes=routes)
 
 
+def serve_issuer() -> None:
+    """``issuer KEY_PEM [NAME=GROUP,GROUP ...]``: the authorization server alone."""
+    sock = listen()
+    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    with open(sys.argv[2], "rb") as file:
+        key_pem = file.read()
+    groups = {}
+    for item in sys.argv[3:]:
+        name, _, listed = item.partition("=")
+        groups[name] = [group for group in listed.split(",") if group]
+    app = issuer_app(base, JwtProvider(base, key_pem, groups))
+    print(f"port {sock.getsockname()[1]}", flush=True)
+    anyio.run(uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on")).serve, [sock])
+
+
+def listen() -> socket.socket:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    return sock
+
+
+def sse_app(server: Server[Any]) -> Starlette:
+    transport = SseServerTransport("/messages/")
+
+    async def handle_sse(request: Request) -> Response:
+        async with transport.connect_sse(request.scope, request.receive, request._send) as (reads, writes):
+            await server.run(reads, writes, server.create_initialization_options())
+        return Response()
+
+    return Starlette(
+        routes=[
+            Route("/sse", endpoint=handle_sse, methods=["GET"]),
+            Mount("/messages/", app=transport.handle_post_message),
+        ]
+    )
+
+
+def auth_settings(base: str, path: str) -> AuthSettings:
+    return AuthSettings(
+        issuer_url=base,
+        resource_server_url=f"{base}{path}",
+        client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=["tools"]),
+        revocation_options=RevocationOptions(enabled=True),
+        required_scopes=["tools"],
+        validate_token_resource=True,
+    )
+
+
+def oauth_sse_app(base: str, provider: ApprovingProvider) -> Starlette:
+    """The SSE transport behind the same auth, as the SDK's high-level server builds it."""
+    from mcp.server.mcpserver import MCPServer
+
+    server: MCPServer[Any] = MCPServer(
+        "remote", auth=auth_settings(base, "/sse"), auth_server_provider=provider
+    )
+
+    @server.tool()
+    def echo(message: str) -> str:
+        """Echo."""
+        return f"echo: {message}"
+
+    return server.sse_app()
+
+
+def oauth_app(server: Server[Any], base: str, provider: ApprovingProvider) -> Starlette:
+    auth = auth_settings(base, "/mcp")
+    return server.streamable_http_app(
+        auth=auth,
+        auth_server_provider=provider,
+        token_verifier=ProviderTokenVerifier(provider),
+        host="127.0.0.1",
+    )
+
+
 def main() -> None:
+    if sys.argv[1] == "issuer":
+        serve_issuer()
+        return
     mode = sys.argv[1]
     sock = listen()
     port = sock.getsockname()[1]
     server: Server[Any] = Server("remote", on_list_tools=list_tools, on_call_tool=call_tool)
-    if mode == "issuer":
-        base = f"http://127.0.0.1:{port}"
-        with open(sys.argv[2], "rb") as file:
-            key_pem = file.read()
-        groups = {}
-        for item in sys.argv[3:]:
-            name, _, listed = item.partition("=")
-            groups[name] = [group for group in listed.split(",") if group]
-        app = issuer_app(base, JwtProvider(base, key_pem, groups))
-    elif mode == "sse":
+    if mode == "sse":
         app = sse_app(server)
     else:
         token_seconds = int(sys.argv[2]) if len(sys.argv) > 2 else 3600
