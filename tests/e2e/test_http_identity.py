@@ -8,6 +8,7 @@ the client signs in through the 401 with the SDK's own ``OAuthClientProvider``.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import json
@@ -76,9 +77,10 @@ class Gateway:
         return [json.loads(line) for line in self.audit.read_text().splitlines()]
 
 
-@pytest.fixture
-def gateway(tmp_path: Path, root: Path) -> Iterator[Gateway]:
-    key = private_key_pem("rsa")
+@contextlib.contextmanager
+def open_gateway(tmp_path: Path, root: Path, kind: str = "rsa") -> Iterator[Gateway]:
+    """An issuer with a new ``kind`` key and ``serve --transport http`` accepting its tokens."""
+    key = private_key_pem(kind)
     (tmp_path / "key.pem").write_bytes(key)
     audit = tmp_path / "audit.jsonl"
     with jwt_issuer(tmp_path / "key.pem", "alice=shell,dev", "bob=dev") as issuer:
@@ -100,11 +102,16 @@ def gateway(tmp_path: Path, root: Path) -> Iterator[Gateway]:
             env=guard_env(AWF_MCP_PLUGIN_GUARD_TOOL_GROUPS="Bash=shell"),
         )
         assert url == audience
-        gateway = Gateway(url, issuer, key, audit, process)
-        yield gateway
+        yield Gateway(url, issuer, key, audit, process)
         stderr = stop(process)
         for line in stderr.splitlines():  # nothing of any token is ever logged
             assert "eyJ" not in line and "opaque-" not in line, line
+
+
+@pytest.fixture
+def gateway(tmp_path: Path, root: Path) -> Iterator[Gateway]:
+    with open_gateway(tmp_path, root) as gateway:
+        yield gateway
 
 
 async def call_as(url: str, name: str, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
@@ -316,3 +323,16 @@ def test_a_gateway_beyond_loopback_serves_bash_only_when_told(root: Path) -> Non
         url, process = start_http(*argv, *extra)
         stop(process)
         assert url.startswith("http://0.0.0.0:")
+
+
+def test_an_issuer_signing_with_es256_is_checked_alike(tmp_path: Path, root: Path) -> None:
+    with open_gateway(tmp_path, root, "ec") as gateway:
+
+        def status(token: str) -> int:
+            request = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+            headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+            return httpx2.post(gateway.url, json=request, headers=headers, timeout=10).status_code
+
+        assert status(gateway.mint(algorithm="ES256")) not in (401, 403)
+        assert status(gateway.mint(key=private_key_pem("ec"), algorithm="ES256")) == 401
+        assert status(gateway.mint(key=private_key_pem("rsa"), algorithm="RS256")) == 401
