@@ -187,7 +187,7 @@ LAUNCH: tuple[Option, ...] = (
         "--auth-issuer",
         str,
         "HTTP: accept the access tokens of this OAuth authorization server (its issuer URL; "
-        "also [http.auth] issuer).",
+        "also issuer in the config file's http.auth table).",
         metavar="URL",
     ),
     Option(

@@ -307,3 +307,15 @@ async def test_a_verified_jwt_is_remembered_until_its_exp_and_within_a_bound(
     for index in range(20):
         await tokens.verify(sign(rsa_key, jti=str(index)))
     assert 0 < len(tokens._verified) < 20 and tokens._verified_bytes <= 2000
+
+
+def test_the_config_file_holds_http_auth(tmp_path: Path) -> None:
+    from awf_mcp.core.config import parse_settings
+
+    path = tmp_path / "awf-mcp.toml"
+    fields = parse_settings({"http": {"auth": {"issuer": ISSUER, "audience": AUDIENCE}}}, path)
+    merged = http_auth(fields["http_auth"], claims=("email",))
+    assert merged == HttpAuth(issuer=ISSUER, audience=AUDIENCE, claims=("email",))
+    for bad in ({"http": {"tls": {}}}, {"http": {"auth": {"issuer": ISSUER}}}, {"http": []}):
+        with pytest.raises(ConfigError):
+            parse_settings(bad, path)
