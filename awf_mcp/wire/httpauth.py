@@ -22,7 +22,9 @@ required scope), and the protected resource metadata (RFC 9728) of
 Bearer`` with ``resource_metadata`` (when an issuer is configured), so the SDK's
 ``OAuthClientProvider`` and the MCP clients built like it sign in by themselves. A refused
 token gets ``401 invalid_token`` with one sentence saying why (:class:`TokenRefused`),
-logged at INFO with the client's address; no token, nor any part of one, is ever logged.
+logged at INFO with the client's address (through :mod:`~awf_mcp.wire.httpguard`'s filter: at
+most one such line a minute, the next saying how many were held back, so a flood of bad
+tokens cannot flood the log); no token, nor any part of one, is ever logged.
 
 :class:`IssuerTokens`:
 
@@ -86,6 +88,8 @@ from awf_mcp.ports import ANONYMOUS_CALLER, LOCAL_CALLER, Caller
 from awf_mcp.wire.http import query_token
 
 log = logging.getLogger("awf_mcp.http")
+refusals = logging.getLogger("awf_mcp.wire.http")
+"""Where refused requests are logged: while serving, like lines at most once a minute (httpguard)."""
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -416,7 +420,7 @@ class IssuerTokens:
                 continue
             size = len(json.dumps(claims[name], ensure_ascii=False).encode())
             if size > room:
-                log.info("claim %s of %s's token dropped: over %d bytes of claims", name[:64], subject, room)
+                refusals.info("claim %s of a token dropped: over %d bytes of claims", name[:64], room)
                 continue
             room -= size
             kept[name] = claims[name]
@@ -571,7 +575,7 @@ class Access:
     def _refusal(self, conn: HTTPConnection, exc: Exception) -> Response:
         reason = str(exc)
         client = conn.client.host if conn.client is not None else "?"
-        log.info("refused a request from %s: %s", client, reason)
+        refusals.info("refused a request from %s: %s", client, reason)
         challenge = f'Bearer error="invalid_token", error_description="{_header_text(reason)}"'
         if self.metadata_url is not None:
             challenge += f', resource_metadata="{self.metadata_url}"'
