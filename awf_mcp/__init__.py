@@ -43,6 +43,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AskUser",
     "CallContext",
+    "Caller",
     "PluginContext",
     "ToolAnnotations",
     "ToolContent",

@@ -12,7 +12,7 @@ from typing import Any
 
 import pluggy
 
-from awf_mcp.ports import AskUser, PluginContext
+from awf_mcp.ports import AskUser, Caller, PluginContext
 
 PROJECT_NAME = "awf_mcp"
 """pluggy project name."""
@@ -54,9 +54,15 @@ def awf_mcp_instructions() -> str | None:
 
 @hookspec
 def awf_mcp_authorize_call(
-    tool: str, source: str, arguments: Mapping[str, Any], kind: str
+    tool: str, source: str, arguments: Mapping[str, Any], kind: str, caller: Caller
 ) -> str | AskUser | None:
     """Called before every tool call; return a reason string to deny it, ``None`` to allow.
+
+    ``caller`` (a :class:`~awf_mcp.ports.Caller`) says who made the call: ``kind`` ``local``
+    on stdio, ``anonymous`` on HTTP without a token, ``token`` with ``token_name`` for a
+    static token, ``oauth`` with ``subject``, ``issuer``, ``client_id`` and the configured
+    ``claims`` (``caller.groups``) for an authorization server's access token. An
+    implementation that does not take ``caller`` is asked alike for every caller.
 
     Getting a prompt and reading a resource ask too: ``kind`` tells them apart (``tool`` for a
     call, ``prompt`` for ``prompts/get`` with ``tool`` the prompt's name, ``resource`` for

@@ -526,6 +526,66 @@ class AskUser:
     reason: str
 
 
+CallerKind = Literal["local", "anonymous", "token", "oauth"]
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who made a call: what the audit log records and the policy hooks are told.
+
+    ``kind`` is ``local`` for the one client of ``serve`` on stdio and for ``awf-mcp tools
+    call`` (the user who started awf-mcp), ``anonymous`` for ``serve --transport http
+    --no-token`` (anyone who reaches the port), ``token`` for a static bearer token (named
+    ``token_name``: ``default`` for ``--token``/``AWF_MCP_TOKEN`` and the kept token, else its
+    name in ``--token-file``) and ``oauth`` for an access token of the configured
+    authorization server (``subject`` its ``sub``, ``issuer`` its ``iss``, ``client_id`` the
+    client it was issued to). ``claims`` holds the configured claims of an access token
+    (``groups`` by default), as ``(name, value)`` pairs with JSON values, bounded in bytes
+    when the token is checked.
+    """
+
+    kind: CallerKind = "local"
+    subject: str | None = None
+    token_name: str | None = None
+    issuer: str | None = None
+    client_id: str | None = None
+    claims: tuple[tuple[str, Any], ...] = ()
+
+    def claim(self, name: str) -> Any:
+        """The value of claim ``name`` (``None`` when the token did not carry it, or it was not kept)."""
+        for key, value in self.claims:
+            if key == name:
+                return value
+        return None
+
+    @property
+    def groups(self) -> frozenset[str]:
+        """The caller's groups: the ``groups`` claim, a list of strings or one string."""
+        value = self.claim("groups")
+        if isinstance(value, str):
+            return frozenset({value})
+        if isinstance(value, list | tuple):
+            return frozenset(item for item in value if isinstance(item, str))
+        return frozenset()
+
+    def fields(self) -> dict[str, Any]:
+        """The caller as the audit log records it: ``kind`` and whatever else is known."""
+        fields: dict[str, Any] = {"kind": self.kind}
+        for key in ("subject", "token_name", "issuer", "client_id"):
+            value = getattr(self, key)
+            if value is not None:
+                fields[key] = value
+        if self.claims:
+            fields["claims"] = dict(self.claims)
+        return fields
+
+
+LOCAL_CALLER = Caller()
+"""The caller on stdio and of ``awf-mcp tools call``: the user who started awf-mcp."""
+ANONYMOUS_CALLER = Caller(kind="anonymous")
+"""The caller of ``serve --transport http --no-token``: anyone who reaches the port."""
+
+
 ProgressReporter = Callable[[float, "float | None", "str | None"], None]
 
 
@@ -550,6 +610,7 @@ class CallContext:
     ``session`` names the client session the call came from (stdio: its one client;
     HTTP: its ``mcp-session-id``; ``None``: no session, as for ``awf-mcp tools call``):
     what a tool keeps between calls (background jobs) belongs to one session.
+    ``caller`` says who made the call (:class:`Caller`).
     """
 
     tool_name: str
@@ -561,6 +622,7 @@ class CallContext:
     refused_outside_roots: bool = False
     channel: ClientChannel = NO_CLIENT
     session: Hashable | None = None
+    caller: Caller = LOCAL_CALLER
 
 
 _current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(

@@ -29,8 +29,8 @@ from pathlib import Path
 import httpx2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.helpers.harness import RawServer, server_command, server_env, write_approved  # noqa: E402
-from tests.helpers.remote import remote_upstream  # noqa: E402
+from tests.helpers.harness import RawServer, server_command, server_env, write_approved
+from tests.helpers.remote import remote_upstream
 
 
 def login(config: str, cwd: Path) -> float:

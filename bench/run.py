@@ -2,7 +2,7 @@
 
 Run from the repository root with the project's virtualenv (``tests/run.sh`` creates it)::
 
-    .venv-test/bin/python bench/run.py            # full run, about 4-5 minutes on 2 cores (+ the Grep tree, once)
+    .venv-test/bin/python bench/run.py   # full run, about 4-5 minutes on 2 cores (+ the Grep tree, once)
     .venv-test/bin/python bench/run.py --quick    # smaller workloads and 3 runs, about 2 minutes
 
 ``--only startup,exit`` runs a subset; ``--json OUT`` moves the results (default
@@ -47,6 +47,9 @@ Sections:
 * ``replicas``    ``serve --transport http``: a plugin tool's calls/s with 32 concurrent
                   stateless clients, one replica directly vs HAProxy to two (``docs/haproxy.cfg``),
                   the CPU each process used, and the latency HAProxy adds (``bench/replicas.py``).
+* ``tokens``      ``serve --transport http``: a call's p50 and p99 with no token, a static token
+                  and a JWT of an authorization server, the latency each check adds, and the
+                  check alone in process (``bench/tokens.py``).
 
 awf-mcp runs with ``--output-budget`` 1 MiB (:data:`OUTPUT_BUDGET`): the bench client is no client
 awf-mcp knows, and the default budget of 10,000 bytes would cut Read and the searches short of
@@ -85,6 +88,7 @@ sys.path.insert(0, str(BENCH))
 
 from client import Connection, ServerError, text_of  # noqa: E402
 from replicas import bench_replicas  # noqa: E402
+from tokens import bench_tokens  # noqa: E402
 from upstreams import bench_upstream  # noqa: E402
 from workloads import (  # noqa: E402
     READ_LINES,
@@ -106,6 +110,7 @@ SECTIONS = (
     "grep",
     "upstream",
     "replicas",
+    "tokens",
 )
 NODE_PACKAGE = "@modelcontextprotocol/server-filesystem"
 MIB = 1024 * 1024
@@ -782,6 +787,7 @@ BENCHES: dict[str, Callable[[Setup, Report], None]] = {
     "grep": bench_grep,
     "upstream": bench_upstream,
     "replicas": bench_replicas,
+    "tokens": bench_tokens,
 }
 
 

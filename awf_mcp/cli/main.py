@@ -78,18 +78,32 @@ def serve(argv: Sequence[str]) -> None:
     if launch.transport == "stdio":
         anyio.run(runtime.serve_stdio, settings, __version__, observer)
     else:
+        from awf_mcp.ops.httptoken import NamedTokens
         from awf_mcp.wire.http import LOOPBACK_HOSTS
 
+        auth = config.http_auth(
+            settings.http_auth,
+            issuer=launch.auth_issuer,
+            audience=launch.auth_audience,
+            scopes=launch.auth_scopes,
+            claims=launch.auth_claims,
+        )
         host, token = launch.host, launch.token
-        if host not in LOOPBACK_HOSTS and not token:
+        named = Path(launch.token_file) if launch.token_file else None
+        given = bool(token or named or auth)
+        if host not in LOOPBACK_HOSTS and not given:
             raise UserError(
                 f"binding to {host} exposes every tool (Bash included) to the network: "
-                "pass --token TOKEN (or set AWF_MCP_TOKEN) to require bearer authentication"
+                "pass --token TOKEN (or set AWF_MCP_TOKEN), --token-file FILE or --auth-issuer URL "
+                "to require bearer authentication"
             )
-        if launch.no_token and token:
-            raise UserError("--no-token contradicts the token given (--token or AWF_MCP_TOKEN): drop one")
+        if launch.no_token and given:
+            raise UserError(
+                "--no-token contradicts the tokens given (--token, AWF_MCP_TOKEN, --token-file or "
+                "--auth-issuer): drop one"
+            )
         token_file, show_token = None, False
-        if not token and not launch.no_token:
+        if not given and not launch.no_token:
             from awf_mcp.ops.httptoken import kept_token
 
             (token, token_file), show_token = kept_token(), True
@@ -106,6 +120,9 @@ def serve(argv: Sequence[str]) -> None:
                 token=token,
                 show_token=show_token,
                 token_file=token_file,
+                tokens=None if launch.no_token else NamedTokens(token, named),
+                auth=auth,
+                allow_shell=launch.allow_shell,
                 observer=observer,
                 state_keys=keys,
             )

@@ -174,6 +174,54 @@ LAUNCH: tuple[Option, ...] = (
         "HTTP: port to listen on (default 8765; 0 picks a free one).",
     ),
     Option(
+        "token_file",
+        "--token-file",
+        str,
+        "HTTP: accept the named tokens of FILE, one 'NAME TOKEN' per line (chmod 600; "
+        "read again on SIGHUP); each caller is recorded by name.",
+        metavar="FILE",
+        path=True,
+    ),
+    Option(
+        "auth_issuer",
+        "--auth-issuer",
+        str,
+        "HTTP: accept the access tokens of this OAuth authorization server (its issuer URL; "
+        "also issuer in the config file's http.auth table).",
+        metavar="URL",
+    ),
+    Option(
+        "auth_audience",
+        "--auth-audience",
+        str,
+        "HTTP: this server's resource URL, which an access token's audience must name "
+        "(e.g. https://mcp.example.com/mcp).",
+        metavar="URL",
+    ),
+    Option(
+        "auth_scopes",
+        "--auth-scope",
+        str,
+        "HTTP: a scope every access token must grant (repeatable).",
+        metavar="SCOPE",
+        repeat=True,
+    ),
+    Option(
+        "auth_claims",
+        "--auth-claim",
+        str,
+        "HTTP: an access-token claim the caller carries into the audit log and the policy "
+        "(repeatable; default: groups).",
+        metavar="CLAIM",
+        repeat=True,
+    ),
+    Option(
+        "allow_shell",
+        "--allow-shell",
+        bool,
+        "HTTP on a non-loopback address: serve Bash anyway, to every caller, with this host's rights.",
+    ),
+    Option(
         "token",
         "--token",
         str,
@@ -216,6 +264,12 @@ class LaunchOptions:
     transport: Literal["stdio", "http"] = "stdio"
     host: str = "127.0.0.1"
     port: int = 8765
+    token_file: str | None = None
+    auth_issuer: str | None = None
+    auth_audience: str | None = None
+    auth_scopes: tuple[str, ...] = ()
+    auth_claims: tuple[str, ...] = ()
+    allow_shell: bool = False
     token: str | None = None
     no_token: bool = False
     state_key_file: str | None = None

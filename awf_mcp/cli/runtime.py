@@ -49,7 +49,7 @@ import anyio
 
 from awf_mcp.concurrency import call_either
 from awf_mcp.core.calls import CallRecord, ToolInvoker
-from awf_mcp.core.config import Settings
+from awf_mcp.core.config import HttpAuth, Settings
 from awf_mcp.core.instructions import plugin_paragraphs, server_instructions
 from awf_mcp.core.observability import call_fields
 from awf_mcp.core.plugins import LoadedPlugins, PluginRecord
@@ -59,8 +59,9 @@ from awf_mcp.core.registry import Registry, build
 from awf_mcp.core.roots import ClientRoots
 from awf_mcp.core.upstream import NO_OFFER, ClientOffer, Connect, start_all
 from awf_mcp.core.upstream import instructions as upstream_instructions
-from awf_mcp.errors import describe_exception
-from awf_mcp.ports import ToolProvider
+from awf_mcp.errors import UserError, describe_exception
+from awf_mcp.ops.httptoken import NamedTokens
+from awf_mcp.ports import BUILTIN_SOURCE, ToolProvider
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -314,6 +315,17 @@ async def _stop_on_signal(stop: Callable[[], None]) -> None:
             return
 
 
+def serves_shell(registry: Registry) -> bool:
+    """Whether the built-in Bash is served, under whatever name."""
+    return any(tool.definition.source == BUILTIN_SOURCE and tool.original_name == "Bash" for tool in registry)
+
+
+async def _reload_on_hangup(reload: Callable[[], None]) -> None:
+    with anyio.open_signal_receiver(signal.SIGHUP) as signals:
+        async for _ in signals:
+            reload()
+
+
 async def serve_http(
     settings: Settings,
     version: str,
@@ -323,10 +335,18 @@ async def serve_http(
     token: str | None,
     show_token: bool = False,
     token_file: Path | None = None,
+    tokens: NamedTokens | None = None,
+    auth: HttpAuth | None = None,
+    allow_shell: bool = False,
     observer: Callable[[CallRecord], None] | None = log_call,
     state_keys: StateKeys | None = None,
 ) -> None:
     """Run ``awf-mcp serve --transport http`` until SIGTERM or SIGINT.
+
+    ``tokens`` are the static tokens accepted (SIGHUP reads their file again), ``auth`` the
+    authorization server whose access tokens are (discovered before the port opens); neither
+    means no token at all (``--no-token``). On a non-loopback ``host``, a served Bash is
+    refused unless ``allow_shell``: every caller would run commands with this host's rights.
 
     The URL is logged at INFO once the port is bound. With ``show_token`` (the token is
     awf-mcp's own) the URL carries the token, and when it is kept in ``token_file`` a
@@ -336,6 +356,7 @@ async def serve_http(
     """
     from awf_mcp.wire import http
     from awf_mcp.wire import server as adapter
+    from awf_mcp.wire.httpauth import Access
 
     def announce(url: str) -> None:
         if show_token and token:
@@ -348,16 +369,26 @@ async def serve_http(
                 )
         else:
             log.info("listening on %s", url)
-        if not token:
+        if auth is not None:
+            log.info("accepting the access tokens of %s for %s", auth.issuer, auth.audience)
+        if access is None:
             log.warning(
                 "serving %s without a token (--no-token): every user of this machine can run "
                 "every tool there as you, Bash included",
                 url,
             )
 
+    access = None
+    if tokens is not None or auth is not None:
+        access = await Access.start(tokens or NamedTokens(), auth)
     listener = http.listen(host, port)  # a port in use is reported before anything starts
     with listener:  # closed here should start-up fail before uvicorn owns it
         async with open_runtime(settings, observer=observer) as runtime:
+            if host not in http.LOOPBACK_HOSTS and not allow_shell and serves_shell(runtime.registry):
+                raise UserError(
+                    f"serving {host} would let every caller run Bash with this host's rights, as its user: "
+                    "pass --allow-shell if that is meant, or --exclude Bash"
+                )
             mcp_server = adapter.McpServer(
                 runtime.invoker,
                 version=version,
@@ -370,12 +401,14 @@ async def serve_http(
             stop = anyio.Event()
             async with anyio.create_task_group() as group:
                 group.start_soon(_stop_on_signal, stop.set)
+                if access is not None:
+                    group.start_soon(_reload_on_hangup, access.reload)
                 await http.serve_http(
                     mcp_server,
                     host,
                     port,
                     stop=stop,
-                    token=token,
+                    access=access,
                     on_listening=announce,
                     listener=listener,
                 )

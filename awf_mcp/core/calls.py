@@ -66,9 +66,11 @@ from awf_mcp.core.roots import ClientRoots
 from awf_mcp.core.schemacheck import Validator, first_problem, linear_validator
 from awf_mcp.errors import describe_exception, did_you_mean
 from awf_mcp.ports import (
+    LOCAL_CALLER,
     NO_CLIENT,
     AskUser,
     CallContext,
+    Caller,
     ClientCannotAnswer,
     ClientChannel,
     InputRequired,
@@ -93,7 +95,10 @@ ProgressSink = Callable[[float, float | None, str | None], Awaitable[None]]
 """Sends one progress notification for the running call (the adapter provides it)."""
 
 Policy = Callable[[str, str, Mapping[str, Any]], "str | AskUser | None"]
-"""For (tool, source, arguments): a denial sentence, :class:`AskUser` to ask first, ``None`` to allow."""
+"""For (tool, source, arguments): a denial sentence, :class:`AskUser` to ask first, ``None`` to allow.
+
+A policy with a true ``takes_caller`` attribute is also given ``caller=``
+(a :class:`~awf_mcp.ports.Caller`)."""
 
 CONFIRM_SCHEMA: Mapping[str, Any] = {
     "type": "object",
@@ -134,6 +139,8 @@ class CallRecord:
     (:meth:`~awf_mcp.core.observability.UpstreamRequest.fields`: method and outcome, sizes, never content)."""
     upstream_requests_omitted: int = 0
     """How many more requests there were, past :data:`~awf_mcp.core.observability.MAX_RECORDED_REQUESTS`."""
+    caller: Caller = LOCAL_CALLER
+    """Who made the call."""
 
 
 def _error_text(result: ToolResult) -> str | None:
@@ -192,7 +199,9 @@ class ToolInvoker:
         clone.registry = registry
         clone._validators = {}
         if self.policy is not None and getattr(self.policy, "takes_kind", False):
-            clone.policy = functools.partial(self.policy, kind=kind)  # type: ignore[call-arg]  # takes_kind
+            partial = functools.partial(self.policy, kind=kind)  # type: ignore[call-arg]  # takes_kind
+            partial.takes_caller = getattr(self.policy, "takes_caller", False)  # type: ignore[attr-defined]
+            clone.policy = partial
         return clone
 
     def budget_for(self, client_name: str | None) -> int:
@@ -208,12 +217,14 @@ class ToolInvoker:
         client_name: str | None = None,
         channel: ClientChannel = NO_CLIENT,
         session: Hashable | None = None,
+        caller: Caller = LOCAL_CALLER,
     ) -> ToolResult:
         """Run tool ``name`` for ``client_name``; raises only :class:`UnknownToolError` (and cancellation).
 
         ``channel`` reaches the calling client; ``session`` names its session (``None``:
-        nothing about the client is kept between calls). On the stateless revision
-        :class:`~awf_mcp.ports.InputRequired` passes through.
+        nothing about the client is kept between calls); ``caller`` says who called, for the
+        policy, the tool (``current_call().caller``) and the call record. On the stateless
+        revision :class:`~awf_mcp.ports.InputRequired` passes through.
         """
         tool = self.registry.lookup(name)
         started = time.perf_counter()
@@ -227,13 +238,16 @@ class ToolInvoker:
                 result = await self._precheck(tool, arguments)
                 decision = None
                 if result is None and self.policy is not None:
-                    decision = self.policy(tool.name, tool.definition.source, args)
+                    if getattr(self.policy, "takes_caller", False):
+                        decision = self.policy(tool.name, tool.definition.source, args, caller=caller)  # type: ignore[call-arg]  # takes_caller
+                    else:
+                        decision = self.policy(tool.name, tool.definition.source, args)
                     if isinstance(decision, str) and decision:
                         result = ToolResult.error(decision)
                 if result is None:
                     budget = self.budget_for(client_name)
                     ask = decision if isinstance(decision, AskUser) else None
-                    run = _Run(tool, args, channel, session, ask, confirmation, requests)
+                    run = _Run(tool, args, channel, session, ask, confirmation, requests, caller)
                     result = fit_result(await self._run(run, progress, budget), budget)
                 span.set_attribute("tool.is_error", result.is_error)
         except InputRequired:
@@ -253,6 +267,7 @@ class ToolInvoker:
                         confirmation=confirmation or None,
                         upstream_requests=requests.fields(),
                         upstream_requests_omitted=requests.omitted,
+                        caller=caller,
                     )
                 )
         return result
@@ -317,7 +332,11 @@ class ToolInvoker:
     async def _run(self, run: _Run, progress: ProgressSink | None, budget: int) -> ToolResult:
         tool = run.tool
         context = CallContext(
-            tool_name=tool.name, output_budget=budget, channel=run.channel, session=run.session
+            tool_name=tool.name,
+            output_budget=budget,
+            channel=run.channel,
+            session=run.session,
+            caller=run.caller,
         )
         if self.path_policy is not None:
             context.path_denied = functools.partial(self.path_policy, tool.name, tool.definition.source)
@@ -423,6 +442,7 @@ class _Run:
     ask: AskUser | None
     confirmation: dict[str, Any]
     upstream_requests: CallRequests
+    caller: Caller
 
 
 async def _attempt(tool: RegisteredTool, arguments: Mapping[str, Any]) -> ToolResult:

@@ -59,8 +59,10 @@ from awf_mcp.core.registry import RegisteredTool, Registry, merge_named, name_pr
 from awf_mcp.core.servers import SOURCE_PREFIX as SERVER_SOURCE_PREFIX
 from awf_mcp.errors import UnknownToolError
 from awf_mcp.ports import (
+    LOCAL_CALLER,
     NO_CLIENT,
     PROMPT_ROLES,
+    Caller,
     ClientChannel,
     PromptDefinition,
     ResourceDefinition,
@@ -406,11 +408,18 @@ class Catalog:
         client_name: str | None = None,
         channel: ClientChannel = NO_CLIENT,
         session: Hashable | None = None,
+        caller: Caller = LOCAL_CALLER,
     ) -> ToolResult:
         """Prompt ``name`` through the call path; raises :class:`UnknownToolError` for an unknown name."""
         try:
             return await self.prompt_invoker.call(
-                name, arguments, progress=progress, client_name=client_name, channel=channel, session=session
+                name,
+                arguments,
+                progress=progress,
+                client_name=client_name,
+                channel=channel,
+                session=session,
+                caller=caller,
             )
         except UnknownToolError as exc:
             raise UnknownToolError(str(exc.message).replace("unknown tool", "unknown prompt", 1)) from None
@@ -423,6 +432,7 @@ class Catalog:
         client_name: str | None = None,
         channel: ClientChannel = NO_CLIENT,
         session: Hashable | None = None,
+        caller: Caller = LOCAL_CALLER,
     ) -> ToolResult:
         """Read ``uri`` through the call path; raises :class:`UnknownResourceError` when no one offers it."""
         provider = self.owner(uri)
@@ -433,7 +443,13 @@ class Catalog:
         registry = Registry([RegisteredTool(definition, _ResourceRunner(provider), uri)])
         invoker = self._invoker.over(registry, kind="resource")
         return await invoker.call(
-            uri, {"uri": uri}, progress=progress, client_name=client_name, channel=channel, session=session
+            uri,
+            {"uri": uri},
+            progress=progress,
+            client_name=client_name,
+            channel=channel,
+            session=session,
+            caller=caller,
         )
 
     async def complete(self, request: Mapping[str, Any]) -> Mapping[str, Any]:

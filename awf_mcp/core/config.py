@@ -7,8 +7,9 @@ Two file formats carry the same keys:
   accepted exactly as the Go version accepted it;
 * TOML (``awf-mcp.toml`` in the working directory, or ``--config x.toml``), which
   adds ``roots``, ``only``, ``exclude``, ``rename``, ``call_timeout_seconds``, ``output_budget``,
-  ``strict``, per-plugin settings under ``[plugins.<name>]`` and upstream MCP servers
-  under ``[servers.<name>]`` (``mcpServers`` in JSON; :mod:`awf_mcp.core.servers`).
+  ``strict``, per-plugin settings under ``[plugins.<name>]``, upstream MCP servers
+  under ``[servers.<name>]`` (``mcpServers`` in JSON; :mod:`awf_mcp.core.servers`) and the
+  authorization server of ``serve --transport http`` under ``[http.auth]`` (:class:`HttpAuth`).
 
 Validation failures raise :class:`~awf_mcp.errors.ConfigError` with one of the
 AWF codes (``USER.MCP_PROXY.UNKNOWN_KEY``, ``...EMPTY_PROXY``; the plugin- and
@@ -54,9 +55,24 @@ _EXTENDED_KEYS = {
     "output_budget",
     "strict",
     "plugins",
+    "http",
 }
 _SERVER_KEYS = {"servers", "mcpServers"}
 _SELECTION_KEYS = {"plugin", "expose"}
+_HTTP_AUTH_KEYS = {
+    "issuer",
+    "audience",
+    "scopes",
+    "claims",
+    "max_claim_bytes",
+    "introspection_endpoint",
+    "client_id",
+    "client_secret",
+}
+DEFAULT_CLAIMS = ("groups",)
+"""The access-token claims a caller carries when ``claims`` is not set."""
+DEFAULT_MAX_CLAIM_BYTES = 4096
+"""The most bytes of JSON of the carried claims, together; a claim past it is dropped."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +81,100 @@ class PluginToolSelection:
 
     plugin: str
     expose: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class HttpAuth:
+    """``[http.auth]``, and ``serve --auth-*``: the authorization server whose access tokens are accepted.
+
+    ``issuer`` is its issuer URL (its metadata is found from it, RFC 8414 or OpenID
+    discovery); ``audience`` is this server's resource URL (``https://host/mcp``), which a
+    token's ``aud`` must name; ``scopes`` must all be granted; ``claims`` are the claims a
+    caller carries into the audit log and the policy hooks, at most ``max_claim_bytes`` of
+    JSON together. ``introspection_endpoint`` replaces the one of the issuer's metadata for
+    opaque tokens (RFC 7662), which awf-mcp authenticates to as ``client_id`` with
+    ``client_secret`` (else ``$AWF_MCP_AUTH_CLIENT_ID`` and ``$AWF_MCP_AUTH_CLIENT_SECRET``).
+    """
+
+    issuer: str
+    audience: str
+    scopes: tuple[str, ...] = ()
+    claims: tuple[str, ...] = DEFAULT_CLAIMS
+    max_claim_bytes: int = DEFAULT_MAX_CLAIM_BYTES
+    introspection_endpoint: str | None = None
+    client_id: str | None = None
+    client_secret: str | None = None
+
+
+def _http_url(value: Any, where: str) -> str:
+    """``value`` as an http(s) URL, or a :class:`ConfigError` naming ``where``."""
+    from urllib.parse import urlsplit
+
+    if (
+        not isinstance(value, str)
+        or urlsplit(value).scheme not in ("http", "https")
+        or not urlsplit(value).netloc
+    ):
+        raise ConfigError(f"{where} must be an http:// or https:// URL, not {value!r}")
+    return value
+
+
+def http_auth(
+    table: Mapping[str, Any] | None,
+    *,
+    issuer: str | None = None,
+    audience: str | None = None,
+    scopes: tuple[str, ...] = (),
+    claims: tuple[str, ...] = (),
+    where: str = "[http.auth]",
+) -> HttpAuth | None:
+    """The :class:`HttpAuth` of a config file's ``[http.auth]`` table with the flags' values over it.
+
+    ``None`` when neither names an issuer. The flags win; ``scopes`` and ``claims`` given
+    as flags replace the file's lists.
+    """
+    values = dict(table or {})
+    if issuer:
+        values["issuer"] = issuer
+    if audience:
+        values["audience"] = audience
+    if scopes:
+        values["scopes"] = list(scopes)
+    if claims:
+        values["claims"] = list(claims)
+    if not values:
+        return None
+    unknown = sorted(set(values) - _HTTP_AUTH_KEYS)
+    if unknown:
+        allowed = ", ".join(sorted(_HTTP_AUTH_KEYS))
+        raise _fail(f"unknown key {unknown[0]!r} in {where}; allowed: {allowed}", "UNKNOWN_KEY")
+    if "issuer" not in values or "audience" not in values:
+        raise ConfigError(
+            "accepting access tokens needs both the issuer and the audience "
+            "(--auth-issuer URL --auth-audience URL, or issuer and audience under [http.auth])"
+        )
+    fields: dict[str, Any] = {
+        "issuer": _http_url(values["issuer"], "the issuer"),
+        "audience": _http_url(values["audience"], "the audience"),
+    }
+    for key in ("scopes", "claims"):
+        if key in values:
+            fields[key] = _string_list(values[key], key, Path(where))
+    if "max_claim_bytes" in values:
+        size = values["max_claim_bytes"]
+        if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= 65536:
+            raise ConfigError(f"max_claim_bytes in {where} must be a whole number from 0 to 65,536")
+        fields["max_claim_bytes"] = size
+    if values.get("introspection_endpoint") is not None:
+        fields["introspection_endpoint"] = _http_url(
+            values["introspection_endpoint"], "introspection_endpoint"
+        )
+    for key in ("client_id", "client_secret"):
+        value = values.get(key)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise ConfigError(f"{key} in {where} must be a non-empty string")
+        fields[key] = value
+    return HttpAuth(**fields)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +215,8 @@ class Settings:
     servers: tuple[ServerSpec, ...] = ()
     ignored_config: IgnoredConfig | None = None
     """The config file found but not used (:mod:`awf_mcp.core.trust`), if any."""
+    http_auth: Mapping[str, Any] | None = None
+    """The config file's ``[http.auth]`` table, checked; :func:`http_auth` merges it with the flags."""
 
     def settings_for(self, plugin: str) -> dict[str, Any]:
         """Plugin ``plugin``'s settings: its config table, overridden by its environment variables."""
@@ -234,6 +346,17 @@ def parse_settings(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
     if "output_budget" in data:
         fields["output_budget"] = checked_budget(data["output_budget"], f"output_budget in {path}")
     fields["servers"] = servers.parse(data, str(path))
+    if "http" in data:
+        table = data["http"]
+        if (
+            not isinstance(table, dict)
+            or set(table) - {"auth"}
+            or not isinstance(table.get("auth", {}), dict)
+        ):
+            raise _fail(f"http in {path} may hold one table, [http.auth]", "UNKNOWN_KEY")
+        if table.get("auth"):
+            http_auth(table["auth"], where=f"[http.auth] of {path}")  # checked now, merged with flags later
+            fields["http_auth"] = dict(table["auth"])
     if "strict" in data:
         if not isinstance(data["strict"], bool):
             raise ConfigError(f"strict in {path} must be true or false")

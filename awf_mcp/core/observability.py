@@ -6,11 +6,11 @@ Contract
   (``ts``, ``level``, ``logger``, ``message`` and any ``call`` fields), for
   ``--log-format json``.
 * :class:`AuditLog` appends one JSONL record per finished call to a file:
-  ``ts``, ``tool``, ``source``, ``duration_ms``, ``is_error``, ``error``,
-  ``arguments``, for a call the user was asked to confirm, ``confirmation``
-  (``question``, ``answer``), and for a call during which its upstream server asked
-  its client things, ``upstream_requests`` and, past the bound, ``upstream_requests_omitted``
-  (below) (the format is documented in
+  ``ts``, ``tool``, ``source``, ``duration_ms``, ``is_error``, ``error``, ``caller``
+  (who called: :meth:`~awf_mcp.ports.Caller.fields`), ``arguments``, for a call the
+  user was asked to confirm, ``confirmation`` (``question``, ``answer``), and for a call
+  during which its upstream server asked its client things, ``upstream_requests`` and,
+  past the bound, ``upstream_requests_omitted`` (below) (the format is documented in
   ``docs/audit.md``). Argument
   values under secret-looking keys (token, password, secret, key,
   authorization, credential, cookie, session) are replaced by ``"***"``; the
@@ -101,6 +101,7 @@ def call_fields(record: CallRecord) -> dict[str, Any]:
         "duration_ms": round(record.duration_ms, 3),
         "is_error": record.is_error,
         "error": truncate(record.error) if record.error else record.error,
+        "caller": record.caller.fields(),
     }
 
 

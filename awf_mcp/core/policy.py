@@ -5,7 +5,8 @@ Contract
 :func:`policies_from` reads a loaded plugin manager once, at start-up:
 
 * ``call`` (a :data:`~awf_mcp.core.calls.Policy`) asks every
-  ``awf_mcp_authorize_call`` implementation about (tool, source, arguments, kind): ``kind`` is
+  ``awf_mcp_authorize_call`` implementation about (tool, source, arguments, kind, caller):
+  ``caller`` is the :class:`~awf_mcp.ports.Caller` who made the call; ``kind`` is
   ``tool`` for a tool call, ``prompt`` for ``prompts/get`` (``tool`` is the prompt's name) and
   ``resource`` for ``resources/read`` (``tool`` is the URI, ``arguments`` ``{"uri": ...}``);
 * ``path`` (a :data:`~awf_mcp.core.calls.PathPolicy`) asks every
@@ -32,7 +33,7 @@ import pluggy
 
 from awf_mcp.core.calls import PathPolicy, Policy
 from awf_mcp.errors import describe_exception
-from awf_mcp.ports import AskUser
+from awf_mcp.ports import LOCAL_CALLER, AskUser, Caller
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,16 +79,21 @@ def policies_from(manager: pluggy.PluginManager) -> Policies:
     path_callers = _per_plugin(manager, "awf_mcp_authorize_path")
 
     def authorize_call(
-        tool: str, source: str, arguments: Mapping[str, Any], kind: str = "tool"
+        tool: str,
+        source: str,
+        arguments: Mapping[str, Any],
+        kind: str = "tool",
+        caller: Caller = LOCAL_CALLER,
     ) -> str | AskUser | None:
         what = {"tool": "call of", "prompt": "prompt", "resource": "read of"}.get(kind, kind)
         return _first_denial(
             call_callers,
             f"{what} {tool}",
-            {"tool": tool, "source": source, "arguments": arguments, "kind": kind},
+            {"tool": tool, "source": source, "arguments": arguments, "kind": kind, "caller": caller},
         )
 
     authorize_call.takes_kind = True  # type: ignore[attr-defined]  # read by ToolInvoker.over
+    authorize_call.takes_caller = True  # type: ignore[attr-defined]  # read by ToolInvoker.call
 
     def authorize_path(tool: str, source: str, path: str) -> str | None:
         answer = _first_denial(path_callers, f"{tool} access", {"tool": tool, "source": source, "path": path})

@@ -49,7 +49,9 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from awf_mcp.ports import (
     CLIENT_METHODS,
+    LOCAL_CALLER,
     LOG_LEVELS,
+    Caller,
     ClientCannotAnswer,
     ClientFeature,
     InputRequired,
@@ -93,6 +95,15 @@ def question_key(method: str, params: Mapping[str, Any]) -> str:
     """The key of a question in ``inputRequests``: the same question always has the same key."""
     digest = hashlib.sha256(compact_json({"m": method, "p": params}, sort_keys=True).encode()).digest()
     return f"{CLIENT_METHODS[method]}-{base64.urlsafe_b64encode(digest[:12]).decode()}"
+
+
+def caller(ctx: ServerRequestContext[Any]) -> Caller:
+    """Who made this request: the local user on stdio, else the HTTP request's authenticated caller."""
+    if ctx.request is None:
+        return LOCAL_CALLER
+    from awf_mcp.wire.httpauth import caller_of  # HTTP only: stdio never loads the token checks
+
+    return caller_of(ctx.request)
 
 
 def session_key(ctx: ServerRequestContext[Any]) -> Hashable | None:

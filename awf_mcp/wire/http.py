@@ -1,5 +1,9 @@
 """Streamable HTTP: awf-mcp's server at ``http://host:port/mcp``.
 
+An ``access`` (:class:`~awf_mcp.wire.httpauth.Access`, what ``serve`` passes) decides who may
+call: static tokens, named ones, and the access tokens of an authorization server, whose
+protected resource metadata it serves; each request then carries its caller.
+
 Loopback by default, with the SDK's Host/Origin checks against DNS
 rebinding. A ``token`` makes every request carry ``Authorization: Bearer
 <token>`` or the URL's ``?token=<token>`` (compared in constant time) or get ``401``;
@@ -26,6 +30,7 @@ from awf_mcp.errors import UserError
 from awf_mcp.wire.framing import MAX_MESSAGE_BYTES
 
 if TYPE_CHECKING:
+    from awf_mcp.wire.httpauth import Access
     from awf_mcp.wire.server import McpServer
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -174,6 +179,7 @@ async def serve_http(
     *,
     stop: anyio.Event,
     token: str | None = None,
+    access: Access | None = None,
     on_listening: Callable[[str], None] | None = None,
     listener: socket.socket | None = None,
 ) -> None:
@@ -203,6 +209,8 @@ async def serve_http(
         )
     )
     app: ASGIApp = streams
+    if access is not None:
+        app = access.guard(app)
     if token:
         app = BearerTokenGuard(app, token)
     from awf_mcp.wire.health import HealthEndpoints

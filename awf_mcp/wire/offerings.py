@@ -50,7 +50,7 @@ from awf_mcp.core.catalog import MAX_CLIENT_SUBSCRIPTIONS, Catalog, UnknownResou
 from awf_mcp.errors import UnknownToolError, describe_exception
 from awf_mcp.ports import LOG_LEVELS, InputRequired, visible_text
 from awf_mcp.wire.changes import LISTED_BY_LIMIT, ListedBy, ListenStreams
-from awf_mcp.wire.channel import ClientChannel, client_name, session_key
+from awf_mcp.wire.channel import ClientChannel, caller, client_name, session_key
 from awf_mcp.wire.mapping import (
     prompt_result_to_mcp,
     prompt_to_mcp,
@@ -145,6 +145,7 @@ class OfferingHandlers:
                 client_name=client_name(ctx),
                 channel=channel,
                 session=session_key(ctx),
+                caller=caller(ctx),
             )
         except InputRequired as question:
             return channel.input_required(question)
@@ -178,7 +179,11 @@ class OfferingHandlers:
         channel = ClientChannel(ctx, params)
         try:
             result = await self.catalog.read_resource(
-                params.uri, client_name=client_name(ctx), channel=channel, session=session_key(ctx)
+                params.uri,
+                client_name=client_name(ctx),
+                channel=channel,
+                session=session_key(ctx),
+                caller=caller(ctx),
             )
         except InputRequired as question:
             return channel.input_required(question)

@@ -57,7 +57,17 @@ def test_every_module_is_under_the_sdk_contract() -> None:
     assert top_level <= named, f"add to the contract in pyproject.toml: {sorted(top_level - named)}"
     sdk_adapters = {
         f"awf_mcp.wire.{name}"
-        for name in ("server", "mapping", "channel", "changes", "offerings", "stdio", "http", "client")
+        for name in (
+            "server",
+            "mapping",
+            "channel",
+            "changes",
+            "offerings",
+            "stdio",
+            "http",
+            "httpauth",
+            "client",
+        )
     }
     wire = {f"awf_mcp.wire.{path.stem}" for path in (PROJECT / "awf_mcp" / "wire").glob("*.py")}
     wire -= {"awf_mcp.wire.__init__", "awf_mcp.wire.oauth", *sdk_adapters}  # oauth: the SDK's OAuth client

@@ -17,6 +17,16 @@ Each listens on 127.0.0.1, port 0, and prints ``port <N>`` on stdout once listen
 
 Tools: ``echo`` answers ``echo: <message>``; ``whoami`` answers the client ID its token
 was issued to (``anonymous`` without auth).
+
+``python remote_upstream.py issuer KEY_PEM [NAME=GROUP,GROUP ...]`` serves only an authorization
+server (no MCP): the same routes and approving provider, whose access tokens are JWTs signed
+with the private key in file KEY_PEM (RS256 for an RSA key, ES256 for a P-256 one, key ID
+``test-key``), with ``iss`` this server, ``aud`` the ``resource`` the client asked for, ``sub``
+the client's registered ``client_name``, ``groups`` as NAME=GROUP,... gives for that name,
+``scope`` and ``exp``; its metadata adds ``jwks_uri`` (``/jwks``, the public key) and
+``introspection_endpoint`` (``/introspect``, RFC 7662, answering for the opaque tokens made with
+``POST /opaque?sub=NAME&aud=URL&scope=S``, and ``active: false`` for anything else). It listens
+and prints its port as the others do.
 """
 
 from __future__ import annotations
@@ -157,6 +167,120 @@ class ApprovingProvider:
                     del table[key]
 
 
+class JwtProvider(ApprovingProvider):
+    """The approving provider, issuing JWT access tokens (see the module docstring)."""
+
+    def __init__(self, base: str, key_pem: bytes, groups: dict[str, list[str]]) -> None:
+        super().__init__(3600, 0.0)
+        from cryptography.hazmat.primitives.asymmetric import rsa
+        from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+        self.base = base
+        self.key = load_pem_private_key(key_pem, password=None)
+        self.algorithm = "RS256" if isinstance(self.key, rsa.RSAPrivateKey) else "ES256"
+        self.groups = groups
+        self.opaque: dict[str, dict[str, Any]] = {}
+
+    def jwks(self) -> dict[str, Any]:
+        import json
+
+        import jwt
+
+        algorithm = jwt.get_algorithm_by_name(self.algorithm)
+        public = json.loads(algorithm.to_jwk(self.key.public_key()))  # type: ignore[union-attr]
+        return {"keys": [{**public, "kid": "test-key", "use": "sig", "alg": self.algorithm}]}
+
+    def _issue(self, client_id: str, scopes: list[str], resource: str | None) -> OAuthToken:
+        import jwt
+
+        client = self.clients.get(client_id)
+        name = (client.client_name if client is not None else None) or client_id
+        now = int(time.time())
+        claims = {
+            "iss": self.base,
+            "aud": resource or "",
+            "sub": name,
+            "client_id": client_id,
+            "scope": " ".join(scopes),
+            "iat": now,
+            "exp": now + self.token_seconds,
+            "groups": self.groups.get(name, []),
+        }
+        access = jwt.encode(claims, self.key, algorithm=self.algorithm, headers={"kid": "test-key"})
+        return OAuthToken(access_token=access, expires_in=self.token_seconds, scope=" ".join(scopes))
+
+
+def issuer_app(base: str, provider: JwtProvider) -> Starlette:
+    from mcp.server.auth.routes import build_metadata, create_auth_routes
+    from starlette.responses import JSONResponse
+    from starlette.routing import BaseRoute
+
+    registration = ClientRegistrationOptions(enabled=True, valid_scopes=["tools"])
+    from pydantic import AnyHttpUrl
+
+    issuer = AnyHttpUrl(base)
+    metadata = build_metadata(issuer, None, registration, RevocationOptions(enabled=True))
+    document = {
+        **metadata.model_dump(mode="json", exclude_none=True),
+        "issuer": base,  # as spelt, without the slash pydantic adds
+        "jwks_uri": f"{base}/jwks",
+        "introspection_endpoint": f"{base}/introspect",
+    }
+
+    async def show_metadata(request: Request) -> Response:
+        return JSONResponse(document)
+
+    async def jwks(request: Request) -> Response:
+        return JSONResponse(provider.jwks())
+
+    async def make_opaque(request: Request) -> Response:
+        token = f"opaque-{secrets.token_urlsafe(16)}"
+        query = request.query_params
+        provider.opaque[token] = {
+            "active": True,
+            "iss": base,
+            "sub": query.get("sub", "someone"),
+            "aud": query.get("aud", ""),
+            "scope": query.get("scope", "tools"),
+            "exp": int(time.time()) + 3600,
+            "groups": query.getlist("group"),
+        }
+        return JSONResponse({"token": token})
+
+    async def introspect(request: Request) -> Response:
+        form = await request.form()
+        return JSONResponse(provider.opaque.get(str(form.get("token")), {"active": False}))
+
+    routes: list[BaseRoute] = [
+        Route("/.well-known/oauth-authorization-server", endpoint=show_metadata, methods=["GET"]),
+        Route("/jwks", endpoint=jwks, methods=["GET"]),
+        Route("/opaque", endpoint=make_opaque, methods=["POST"]),
+        Route("/introspect", endpoint=introspect, methods=["POST"]),
+        *create_auth_routes(
+            provider=provider,
+            issuer_url=issuer,
+            client_registration_options=registration,
+            revocation_options=RevocationOptions(enabled=True),
+        ),
+    ]
+    return Starlette(routes=routes)
+
+
+def serve_issuer() -> None:
+    """``issuer KEY_PEM [NAME=GROUP,GROUP ...]``: the authorization server alone."""
+    sock = listen()
+    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    with open(sys.argv[2], "rb") as file:
+        key_pem = file.read()
+    groups = {}
+    for item in sys.argv[3:]:
+        name, _, listed = item.partition("=")
+        groups[name] = [group for group in listed.split(",") if group]
+    app = issuer_app(base, JwtProvider(base, key_pem, groups))
+    print(f"port {sock.getsockname()[1]}", flush=True)
+    anyio.run(uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on")).serve, [sock])
+
+
 def listen() -> socket.socket:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -275,6 +399,9 @@ async def rewrite_metadata(
 
 
 def main() -> None:
+    if sys.argv[1] == "issuer":
+        serve_issuer()
+        return
     mode = sys.argv[1]
     sock = listen()
     port = sock.getsockname()[1]

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import awf_plugin_guard as guard
@@ -13,11 +14,16 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from awf_mcp import AskUser, PluginContext
+from awf_mcp import AskUser, Caller, PluginContext
+from awf_mcp.ports import LOCAL_CALLER
 
 
 def configure(**settings: object) -> None:
     guard.awf_mcp_register_tools(PluginContext(name="guard", settings=settings))
+
+
+def authorize(caller: Caller = LOCAL_CALLER, **call: Any) -> str | AskUser | None:
+    return guard.awf_mcp_authorize_call(caller=caller, **call)
 
 
 @pytest.mark.parametrize(
@@ -25,7 +31,7 @@ def configure(**settings: object) -> None:
 )
 def test_default_rules_deny_dangerous_commands(command: str) -> None:
     configure()
-    reason = guard.awf_mcp_authorize_call(tool="Bash", source="builtin", arguments={"command": command})
+    reason = authorize(tool="Bash", source="builtin", arguments={"command": command})
     assert reason is not None and "deny_bash" in reason
 
 
@@ -34,19 +40,15 @@ def test_default_rules_deny_dangerous_commands(command: str) -> None:
 )
 def test_default_rules_allow_ordinary_commands(command: str) -> None:
     configure()
-    assert guard.awf_mcp_authorize_call(tool="Bash", source="builtin", arguments={"command": command}) is None
+    assert authorize(tool="Bash", source="builtin", arguments={"command": command}) is None
 
 
 def test_path_rules_and_string_settings() -> None:
     configure(deny_bash="sudo\\s;shutdown", deny_paths=["\\.env$"])
-    assert guard.awf_mcp_authorize_call(tool="Bash", source="builtin", arguments={"command": "sudo ls"})
-    assert guard.awf_mcp_authorize_call(tool="Read", source="builtin", arguments={"path": "app/.env"})
-    assert (
-        guard.awf_mcp_authorize_call(tool="Read", source="builtin", arguments={"path": "app/env.py"}) is None
-    )
-    assert (
-        guard.awf_mcp_authorize_call(tool="Bash", source="plugin:x", arguments={"command": "sudo ls"}) is None
-    )
+    assert authorize(tool="Bash", source="builtin", arguments={"command": "sudo ls"})
+    assert authorize(tool="Read", source="builtin", arguments={"path": "app/.env"})
+    assert authorize(tool="Read", source="builtin", arguments={"path": "app/env.py"}) is None
+    assert authorize(tool="Bash", source="plugin:x", arguments={"command": "sudo ls"}) is None
 
 
 def test_an_invalid_pattern_is_a_clear_error() -> None:
@@ -132,22 +134,42 @@ def test_deny_paths_cannot_be_bypassed_end_to_end(tmp_path: Path) -> None:
 
 def test_ask_bash_asks_and_deny_bash_wins() -> None:
     configure(ask_bash=["\\bgit\\s+push\\b"])
-    answer = guard.awf_mcp_authorize_call(
-        tool="Bash", source="builtin", arguments={"command": "git push origin"}
-    )
+    answer = authorize(tool="Bash", source="builtin", arguments={"command": "git push origin"})
     assert isinstance(answer, AskUser) and "ask_bash" in answer.reason
-    denied = guard.awf_mcp_authorize_call(
-        tool="Bash", source="builtin", arguments={"command": "git push --force origin"}
-    )
+    denied = authorize(tool="Bash", source="builtin", arguments={"command": "git push --force origin"})
     assert isinstance(denied, str) and "deny_bash" in denied
-    assert (
-        guard.awf_mcp_authorize_call(tool="Bash", source="builtin", arguments={"command": "git status"})
-        is None
-    )
+    assert authorize(tool="Bash", source="builtin", arguments={"command": "git status"}) is None
     configure(ask_bash="npm\\s+publish;twine\\s+upload")
     assert isinstance(
-        guard.awf_mcp_authorize_call(tool="Bash", source="builtin", arguments={"command": "twine upload x"}),
+        authorize(tool="Bash", source="builtin", arguments={"command": "twine upload x"}),
         AskUser,
     )
     with pytest.raises(ValueError, match="ask_bash"):
         configure(ask_bash=["("])
+
+
+def test_tool_groups_keep_a_tool_to_callers_in_its_groups() -> None:
+    configure(tool_groups={"Bash": ["shell"], "sqlite_*": ["data", "token:ci"]})
+    alice = Caller(kind="oauth", subject="alice", claims=(("groups", ["shell", "dev"]),))
+    bob = Caller(kind="oauth", subject="bob", claims=(("groups", ["dev"]),))
+    bash = {"tool": "Bash", "source": "builtin", "arguments": {"command": "ls"}}
+    assert authorize(alice, **bash) is None
+    refusal = authorize(bob, **bash)
+    assert isinstance(refusal, str) and "shell" in refusal and "bob" in refusal
+    assert authorize(Caller(kind="anonymous"), **bash)
+    assert authorize(LOCAL_CALLER, **bash) is None  # the user who started awf-mcp
+    query = {"tool": "sqlite_query", "source": "plugin:sqlite", "arguments": {}}
+    assert authorize(Caller(kind="token", token_name="ci"), **query) is None
+    assert authorize(Caller(kind="token", token_name="nightly"), **query)
+    assert authorize(bob, tool="Read", source="builtin", arguments={"path": "x"}) is None
+
+
+def test_tool_groups_from_the_environment_and_bad_settings() -> None:
+    configure(tool_groups="Bash=shell,admins; Write=devs")
+    admin = Caller(kind="oauth", subject="root", claims=(("groups", "admins"),))
+    assert authorize(admin, tool="Bash", source="builtin", arguments={"command": "ls"}) is None
+    assert authorize(admin, tool="Write", source="builtin", arguments={"path": "x", "content": ""})
+    with pytest.raises(ValueError, match="tool_groups"):
+        configure(tool_groups="Bash")
+    with pytest.raises(ValueError, match="tool_groups"):
+        configure(tool_groups={"Bash": 3})
