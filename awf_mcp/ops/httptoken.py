@@ -36,15 +36,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import re
 import secrets
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 
 from awf_mcp.errors import UserError
 from awf_mcp.ops import statestore
+from awf_mcp.ops.privatefile import read_private_file
 
 log = logging.getLogger("awf_mcp.http")
 
@@ -78,25 +77,7 @@ _TOKEN = re.compile(r"[!-~]{16,512}")
 
 def read_token_file(path: Path) -> dict[str, str]:
     """The tokens of token file ``path`` by name; :class:`UserError` saying what is wrong and where."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError as exc:
-        raise UserError(f"cannot read token file {path}: {exc.strerror or exc}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise UserError(f"token file {path} is not a regular file")
-        if info.st_mode & 0o077:
-            raise UserError(
-                f"token file {path} may be read or written by others "
-                f"(mode {stat.S_IMODE(info.st_mode):04o}): make it private with chmod 600 {path}"
-            )
-        with os.fdopen(os.dup(fd), "rb") as file:
-            raw = file.read(MAX_TOKEN_FILE_BYTES + 1)
-    finally:
-        os.close(fd)
-    if len(raw) > MAX_TOKEN_FILE_BYTES:
-        raise UserError(f"token file {path} is larger than {MAX_TOKEN_FILE_BYTES:,} bytes")
+    raw = read_private_file(path, "token file", MAX_TOKEN_FILE_BYTES)
     tokens: dict[str, str] = {}
     seen_at: dict[bytes, int] = {}
     for number, line in enumerate(raw.split(b"\n"), start=1):

@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from awf_mcp.errors import UserError
+from awf_mcp.ops.privatefile import read_private_file
 
 ENV_KEY = "AWF_MCP_STATE_KEY"
 ENV_PREVIOUS = "AWF_MCP_STATE_KEY_PREVIOUS"
@@ -84,7 +84,7 @@ def state_keys(key_file: str | None, env: Mapping[str, str] | None = None) -> St
 
 
 def _keys_of_file(path: str) -> tuple[bytes, ...]:
-    raw = _read_private(path)
+    raw = read_private_file(path, "state key file", MAX_FILE_BYTES)
     try:
         text = raw.decode("ascii")
     except UnicodeDecodeError:
@@ -101,34 +101,6 @@ def _keys_of_file(path: str) -> tuple[bytes, ...]:
             f"state key file {path} holds no key: write one hexadecimal key per line ({GENERATE})"
         )
     return _checked(lines)
-
-
-def _read_private(path: str) -> bytes:
-    """The file's bytes: a regular file only its owner may use, at most :data:`MAX_FILE_BYTES`."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
-    except OSError as exc:
-        raise UserError(f"cannot read state key file {path}: {exc.strerror or exc}") from None
-    try:
-        status = os.fstat(fd)  # of what was opened: no race with a rename
-        if not stat.S_ISREG(status.st_mode):
-            raise UserError(f"state key file {path} is not a regular file")
-        if status.st_mode & 0o077:
-            raise UserError(
-                f"state key file {path} is open to other users (mode {stat.S_IMODE(status.st_mode):04o}): "
-                f"chmod 600 {path}"
-            )
-        data = b""
-        while len(data) <= MAX_FILE_BYTES:  # a file that grows while read stops at the bound
-            chunk = os.read(fd, MAX_FILE_BYTES + 1 - len(data))
-            if not chunk:
-                break
-            data += chunk
-    finally:
-        os.close(fd)
-    if len(data) > MAX_FILE_BYTES:
-        raise UserError(f"state key file {path} is larger than {MAX_FILE_BYTES:,} bytes: it holds keys only")
-    return data
 
 
 def _checked(candidates: list[tuple[str, str]]) -> tuple[bytes, ...]:
