@@ -49,14 +49,18 @@ class User:
 
 
 class Notified:
-    """The handshake-era client's notifications: ``tools/list_changed`` counted."""
+    """The handshake-era client's notifications: ``tools/list_changed``, and the ``elicitationId`` of
+    each ``elicitation/complete``."""
 
     def __init__(self) -> None:
         self.tools_changed = anyio.Event()
+        self.completed: list[str] = []
 
     async def handle(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self.tools_changed.set()
+        if isinstance(message, types.ElicitCompleteNotification):
+            self.completed.append(message.params.elicitation_id)
 
 
 async def names(session: ClientSession) -> set[str]:
@@ -109,6 +113,8 @@ async def test_a_handshake_era_agent_signs_in_by_url_and_the_tools_appear_throug
         echoed = await session.call_tool("remote_echo", {"message": "after sign-in"})
         assert text_of(echoed) == "echo: after sign-in"
         check_link(user, base)
+        # The sign-in's end was told with the id the question carried, before the call answered.
+        assert notified.completed == [user.asked[0].elicitation_id]
     assert '"access_token"' in tokenstore.record_path().read_text()
 
 

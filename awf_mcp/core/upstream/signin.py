@@ -16,6 +16,10 @@ elicitation (``elicitation.url``: Claude Code and Codex do) and a :data:`SignIn`
   the server is started as at start-up, its tools (and prompts and resources) replace the sign-in
   tool, and every :meth:`watch_tools` callback is awaited (the registry re-merges and the agent gets
   ``notifications/tools/list_changed``) before the call answers;
+* once the redirect brought the tokens, each client that was asked (the latest
+  :data:`TOLD_LIMIT` calls) is sent ``notifications/elicitation/complete`` with the question's
+  ``elicitationId`` (:class:`~awf_mcp.ports.ElicitationCompletion`: on 2025-11-25; the stateless
+  revision has no such notification, its retry finds the outcome instead);
 * a sign-in that finishes after its call gave up waiting (the user took longer) starts the server
   by itself :data:`TAKE_OVER_SECONDS` later (the time a stateless retry has to take it first);
 * ``decline`` or ``cancel`` ends the sign-in; a failure (a denial, a state mismatch, no answer
@@ -42,6 +46,7 @@ from awf_mcp.core.servers import ServerSpec
 from awf_mcp.core.upstream.session import ClientOffer, SignIn, UpstreamFailure
 from awf_mcp.ports import (
     ClientCannotAnswer,
+    ElicitationCompletion,
     ToolAnnotations,
     ToolDefinition,
     ToolResult,
@@ -56,6 +61,8 @@ URL_READY_SECONDS = 30.0
 """How long a call waits for the sign-in to have its authorization URL (metadata, registration)."""
 CALL_WAIT_SECONDS = 60.0
 """How long a call the user accepted waits for the redirect before it answers that the sign-in goes on."""
+TOLD_LIMIT = 8
+"""How many calls of one sign-in are told when it completes (the latest to ask)."""
 TAKE_OVER_SECONDS = 10.0
 """How long a finished sign-in waits for a call to start the server before it starts it itself."""
 
@@ -97,6 +104,18 @@ class SignInAttempt:
         """A call starts the server (the sign-in does not take over)."""
         self.failure = ""
         self.task: asyncio.Task[None] | None = None
+        self._told: list[ElicitationCompletion] = []
+
+    def asking(self, channel: object) -> None:
+        """A call is about to ask the client: tell it, too, when the sign-in completes."""
+        if isinstance(channel, ElicitationCompletion) and channel not in self._told:
+            self._told = [*self._told, channel][-TOLD_LIMIT:]
+
+    async def tell_complete(self) -> None:
+        """``notifications/elicitation/complete`` to each client asked (see the module docstring)."""
+        for channel in self._told:
+            with contextlib.suppress(Exception):
+                await channel.elicitation_complete(self.elicitation_id)
 
     def show(self, url: str) -> None:
         self.url = url
@@ -159,6 +178,7 @@ class AgentSignIn:
         async def run() -> None:
             try:
                 await sign_in(self.spec, attempt.show)
+                await attempt.tell_complete()  # before the waiting calls answer
             except UpstreamFailure as exc:
                 attempt.failure = str(exc)
             except Exception as exc:
@@ -222,6 +242,7 @@ class AgentSignIn:
             attempt.cancel()
             why = attempt.failure or f"no authorization URL within {URL_READY_SECONDS:g} s"
             return ToolResult.error(f"not signed in to server '{name}': {why}; {again}")
+        attempt.asking(channel)
         try:
             answer = await channel.ask("elicitation/create", attempt.question(name))
         except ClientCannotAnswer as exc:
