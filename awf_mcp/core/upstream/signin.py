@@ -26,6 +26,14 @@ elicitation (``elicitation.url``: Claude Code and Codex do) and a :data:`SignIn`
   from the browser within the sign-in's timeout) ends it with one sentence in an ``isError``
   result; either way the next call starts a new one.
 
+A sign-in the server refuses mid-session (the token revoked, or expired and its refresh refused:
+:class:`~awf_mcp.core.upstream.session.UpstreamNeedsSignIn` from a call or a restart) is offered
+again the same way (:meth:`AgentSignIn.offer_sign_in_again`): the server is stopped, its tools,
+prompts and resources give way to ``<server>_sign_in`` (the watchers are awaited: the agent gets
+``list_changed``), and the failed request's sentence, which names ``awf-mcp servers login NAME``,
+ends ``, or call <server>_sign_in to sign in through the agent``. Signing in brings the tools back
+as above.
+
 An agent that did not declare ``elicitation.url`` never sees the sign-in tool: the server is
 reported as needing sign-in (``awf-mcp servers login NAME``), as it is everywhere else.
 """
@@ -43,7 +51,7 @@ from typing import Any
 import anyio
 
 from awf_mcp.core.servers import ServerSpec
-from awf_mcp.core.upstream.session import ClientOffer, SignIn, UpstreamFailure
+from awf_mcp.core.upstream.session import ClientOffer, SignIn, UpstreamFailure, UpstreamNeedsSignIn
 from awf_mcp.ports import (
     ClientCannotAnswer,
     ElicitationCompletion,
@@ -143,6 +151,8 @@ class AgentSignIn:
     _tools: list[ToolDefinition]
     _watchers: list[Callable[[], Awaitable[object]]]
     _offering_watchers: list[Callable[[str], Awaitable[object]]]
+    deaths: int
+    down_since: float
 
     def _init_sign_in(self, sign_in: SignIn | None) -> None:
         self._sign_in = sign_in
@@ -152,6 +162,12 @@ class AgentSignIn:
         self._starting = anyio.Lock()
 
     async def start(self) -> list[ToolDefinition]:  # the provider's
+        raise NotImplementedError
+
+    async def _shut(self) -> None:  # the provider's
+        raise NotImplementedError
+
+    def forget_offerings(self) -> None:  # the offerings'
         raise NotImplementedError
 
     def can_sign_in_through_agent(self) -> bool:
@@ -216,14 +232,33 @@ class AgentSignIn:
             self.awaiting_sign_in = ""
             self._attempt = None
             log.warning("server '%s' signed in: serving its %d tools", self.spec.name, len(self._tools))
-            for watcher in list(self._watchers):
-                with contextlib.suppress(Exception):
-                    await watcher()
-            for offering_watcher in list(self._offering_watchers):
-                for kind in ("prompts", "resources"):
-                    with contextlib.suppress(Exception):
-                        await offering_watcher(kind)
+            await self._tell_watchers()
             return ""
+
+    async def _tell_watchers(self) -> None:
+        """Await every watcher of the tools, prompts and resources (they changed)."""
+        for watcher in list(self._watchers):
+            with contextlib.suppress(Exception):
+                await watcher()
+        for offering_watcher in list(self._offering_watchers):
+            for kind in ("prompts", "resources"):
+                with contextlib.suppress(Exception):
+                    await offering_watcher(kind)
+
+    async def offer_sign_in_again(self, failure: UpstreamFailure) -> str:
+        """After FAILURE, when it is the server refusing the sign-in awf-mcp held and the agent can
+        sign in through it, stop the server and serve the sign-in tool again (see the module
+        docstring); the words FAILURE's sentence then ends with, else empty."""
+        if not isinstance(failure, UpstreamNeedsSignIn) or not self.can_sign_in_through_agent():
+            return ""
+        async with self._starting:
+            if not self.awaiting_sign_in:
+                await self._shut()
+                self.offer_sign_in(str(failure))
+                self.deaths, self.down_since = 0, 0.0
+                self.forget_offerings()
+                await self._tell_watchers()
+        return f", or call {self.spec.name}_{SIGN_IN_TOOL} to sign in through the agent"
 
     async def call_sign_in(self) -> ToolResult:
         """A call of the sign-in tool; see the module docstring."""
