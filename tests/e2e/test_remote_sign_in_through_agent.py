@@ -87,6 +87,15 @@ async def signing_in(
             yield session, base
 
 
+async def revoke(tmp_path: Path) -> None:
+    """Revoke the sign-in at the server (logout revokes every token of the client): refreshing fails too."""
+    config = str(tmp_path / "awf-mcp.toml")
+    done = await anyio.to_thread.run_sync(
+        lambda: awf(tmp_path, "servers", "logout", "remote", "--config", config)
+    )
+    assert "the server revoked them" in done.stdout, done.stdout + done.stderr
+
+
 def check_link(user: User, base: str) -> None:
     """The link the agent showed: the server's own authorization page, redirecting to loopback."""
     (asked,) = {(params.url, params.elicitation_id) for params in user.asked}
@@ -149,11 +158,7 @@ async def test_a_sign_in_revoked_mid_session_is_offered_again_and_the_tools_come
     async with signing_in(tmp_path, user, message_handler=notified.handle) as (session, _):
         assert not (await session.call_tool("remote_sign_in", {})).is_error
         assert text_of(await session.call_tool("remote_echo", {"message": "one"})) == "echo: one"
-        # Revoked at the server (logout revokes every token of the client): the refresh fails too.
-        done = await anyio.to_thread.run_sync(
-            lambda: awf(tmp_path, "servers", "logout", "remote", "--config", str(tmp_path / "awf-mcp.toml"))
-        )
-        assert "the server revoked them" in done.stdout, done.stdout + done.stderr
+        await revoke(tmp_path)
         notified.tools_changed = anyio.Event()
         refused = await session.call_tool("remote_echo", {"message": "two"})
         assert refused.is_error
@@ -170,6 +175,24 @@ async def test_a_sign_in_revoked_mid_session_is_offered_again_and_the_tools_come
         assert await names(session) == {"remote_echo", "remote_whoami"}
         assert text_of(await session.call_tool("remote_echo", {"message": "three"})) == "echo: three"
         assert len(user.pages) == 2 and len(notified.completed) == 2
+
+
+async def test_a_stateless_agent_is_offered_a_sign_in_revoked_mid_session_again(tmp_path: Path) -> None:
+    user = User()
+    async with signing_in(tmp_path, user, stateless=True) as (session, _):
+        assert not (await call_answering(session, "remote_sign_in", {})).is_error
+        async with listen(session, tools_list_changed=True) as changes:
+            await revoke(tmp_path)
+            refused = await session.call_tool("remote_echo", {"message": "two"})
+            assert refused.is_error and "or call remote_sign_in" in text_of(refused)
+            with anyio.fail_after(10):
+                assert await changes.__anext__() == ToolsListChanged()
+            assert await names(session) == {"remote_sign_in"}
+            again = await call_answering(session, "remote_sign_in", {})
+            assert not again.is_error, text_of(again)
+        assert await names(session) == {"remote_echo", "remote_whoami"}
+        assert text_of(await session.call_tool("remote_echo", {"message": "three"})) == "echo: three"
+        assert len(user.pages) == 2
 
 
 async def test_a_declined_sign_in_stores_nothing_and_keeps_offering_it(tmp_path: Path) -> None:
