@@ -504,6 +504,18 @@ class RequestLog(Protocol):
         ...
 
 
+@runtime_checkable
+class ElicitationCompletion(Protocol):
+    """Telling the agent's client that a URL-mode elicitation's out-of-band interaction completed
+    (``notifications/elicitation/complete``, revision 2025-11-25). The stateless revision
+    (2026-07-28) removed that notification: there, nothing is sent."""
+
+    async def elicitation_complete(self, elicitation_id: str) -> None:
+        """Send the notification for ``elicitation_id`` on the client's connection (not the call's
+        stream: the call may have ended); a client gone meanwhile is not an error."""
+        ...
+
+
 class NoClientChannel:
     """The channel of a call with no client behind it (``awf-mcp tools call``, unit tests)."""
 

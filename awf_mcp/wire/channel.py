@@ -23,6 +23,11 @@ log messages of the upstreams it reaches sent on its own response stream, at tha
 above (the SDK drops the rest). Up to 2025-11-25 it has no level: log messages go to the
 connections that set one with ``logging/setLevel`` (:mod:`awf_mcp.wire.offerings`).
 
+The channel is also the call's :class:`~awf_mcp.ports.ElicitationCompletion`: on 2025-11-25,
+``notifications/elicitation/complete`` goes on the session's own channel (stdout, or the HTTP
+session's standalone GET stream), bounded to :data:`NOTIFY_SECONDS`; earlier revisions lack
+the notification and the stateless revision removed it, so nothing is sent there.
+
 Client capabilities are read from the handshake or from the request's ``_meta``; a
 question the client has no capability for is :class:`~awf_mcp.ports.ClientCannotAnswer`.
 The client's roots are kept per session (stdio: the one client; HTTP: the
@@ -38,6 +43,7 @@ import json
 from collections.abc import Hashable, Mapping
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.request_state import compact_json
@@ -74,6 +80,11 @@ def client_name(ctx: ServerRequestContext[Any]) -> str | None:
     name = info.get("name") if isinstance(info, dict) else None
     return name if isinstance(name, str) else None
 
+
+ELICITATION_COMPLETE_VERSION = "2025-11-25"
+"""The revision that added ``notifications/elicitation/complete`` (the next one removed it)."""
+NOTIFY_SECONDS = 1.0
+"""How long a notification to a client that does not read may hold up its sender."""
 
 INPUT_REQUIRED_VERSION = "2026-07-28"
 """The first revision without a back-channel: questions go out as ``InputRequiredResult``."""
@@ -154,6 +165,14 @@ class ClientChannel:
         """Send one log message on this request's stream (the SDK keeps to the level asked)."""
         if level in LOG_LEVELS:
             await self.ctx.session.send_log_message(level, data, logger=visible_text(logger))  # type: ignore[arg-type]
+
+    async def elicitation_complete(self, elicitation_id: str) -> None:
+        """``notifications/elicitation/complete`` for ``elicitation_id``; see the module docstring."""
+        version = self.ctx.protocol_version or ""
+        if self.stateless or not is_version_at_least(version, ELICITATION_COMPLETE_VERSION):
+            return
+        with contextlib.suppress(Exception), anyio.move_on_after(NOTIFY_SECONDS):
+            await self.ctx.session.send_elicit_complete(elicitation_id)
 
     def supports(self, feature: ClientFeature) -> bool:
         """True when the client declared the capability ``feature`` needs."""

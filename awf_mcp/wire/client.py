@@ -80,7 +80,9 @@ templates a page at a time (at most :data:`MAX_LIST_PAGES` pages); ``get_prompt`
 each. A prompt comes back as a :class:`~awf_mcp.ports.ToolResult` of its messages (roles in
 ``structured_content``), a read as ``resource`` items; the server's JSON-RPC error is an
 ``isError`` result (or :class:`~awf_mcp.core.upstream.UpstreamFailure`), a dead connection
-:class:`~awf_mcp.core.upstream.UpstreamGone`.
+:class:`~awf_mcp.core.upstream.UpstreamGone` (:class:`~awf_mcp.core.upstream.UpstreamSignedOut` when
+an ``auth = "oauth"`` server ended it by refusing the sign-in: a token revoked, or expired and its
+refresh refused).
 """
 
 from __future__ import annotations
@@ -117,6 +119,7 @@ from awf_mcp.core.upstream import (
     UpstreamGone,
     UpstreamNeedsSignIn,
     UpstreamRequestRefused,
+    UpstreamSignedOut,
     offer_from,
 )
 from awf_mcp.ops.childenv import child_environment
@@ -447,7 +450,7 @@ class UpstreamConnection:
 
     def _failure(self, exc: MCPError) -> UpstreamFailure:
         if exc.error.code == types.CONNECTION_CLOSED or self.closed.is_set():
-            return UpstreamGone(self.reason())
+            return (UpstreamSignedOut if self.transcript.needs_sign_in else UpstreamGone)(self.reason())
         return UpstreamFailure(self.spec.redact(f"server '{self.spec.name}' answered: {exc.error.message}"))
 
 

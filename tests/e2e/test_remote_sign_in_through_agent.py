@@ -23,7 +23,7 @@ from mcp.client.subscriptions import ToolsListChanged, listen
 from mcp.shared.exceptions import MCPError
 
 from awf_mcp.ops import tokenstore
-from tests.e2e.test_remote_upstreams import oauth_table
+from tests.e2e.test_remote_upstreams import awf, oauth_table
 from tests.e2e.test_upstream import NO_PLUGINS, write_config
 from tests.helpers.harness import call_answering, mcp_session, text_of
 from tests.helpers.remote import remote_upstream
@@ -49,14 +49,18 @@ class User:
 
 
 class Notified:
-    """The handshake-era client's notifications: ``tools/list_changed`` counted."""
+    """The handshake-era client's notifications: ``tools/list_changed``, and the ``elicitationId`` of
+    each ``elicitation/complete``."""
 
     def __init__(self) -> None:
         self.tools_changed = anyio.Event()
+        self.completed: list[str] = []
 
     async def handle(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self.tools_changed.set()
+        if isinstance(message, types.ElicitCompleteNotification):
+            self.completed.append(message.params.elicitation_id)
 
 
 async def names(session: ClientSession) -> set[str]:
@@ -81,6 +85,15 @@ async def signing_in(
             **callbacks,
         ) as session:
             yield session, base
+
+
+async def revoke(tmp_path: Path) -> None:
+    """Revoke the sign-in at the server (logout revokes every token of the client): refreshing fails too."""
+    config = str(tmp_path / "awf-mcp.toml")
+    done = await anyio.to_thread.run_sync(
+        lambda: awf(tmp_path, "servers", "logout", "remote", "--config", config)
+    )
+    assert "the server revoked them" in done.stdout, done.stdout + done.stderr
 
 
 def check_link(user: User, base: str) -> None:
@@ -109,6 +122,8 @@ async def test_a_handshake_era_agent_signs_in_by_url_and_the_tools_appear_throug
         echoed = await session.call_tool("remote_echo", {"message": "after sign-in"})
         assert text_of(echoed) == "echo: after sign-in"
         check_link(user, base)
+        # The sign-in's end was told with the id the question carried, before the call answered.
+        assert notified.completed == [user.asked[0].elicitation_id]
     assert '"access_token"' in tokenstore.record_path().read_text()
 
 
@@ -134,6 +149,50 @@ async def test_a_stateless_agent_signs_in_through_input_required_and_is_told_on_
         check_link(user, base)
         # The first round and the retry showed the user the same link: one sign-in, not two.
         assert len(user.pages) == 1
+
+
+async def test_a_sign_in_revoked_mid_session_is_offered_again_and_the_tools_come_back(
+    tmp_path: Path,
+) -> None:
+    user, notified = User(), Notified()
+    async with signing_in(tmp_path, user, message_handler=notified.handle) as (session, _):
+        assert not (await session.call_tool("remote_sign_in", {})).is_error
+        assert text_of(await session.call_tool("remote_echo", {"message": "one"})) == "echo: one"
+        await revoke(tmp_path)
+        notified.tools_changed = anyio.Event()
+        refused = await session.call_tool("remote_echo", {"message": "two"})
+        assert refused.is_error
+        assert "run awf-mcp servers login remote" in text_of(refused)
+        assert "or call remote_sign_in" in text_of(refused)
+        with anyio.fail_after(10):
+            await notified.tools_changed.wait()
+        assert await names(session) == {"remote_sign_in"}
+        notified.tools_changed = anyio.Event()
+        again = await session.call_tool("remote_sign_in", {})
+        assert not again.is_error, text_of(again)
+        with anyio.fail_after(10):
+            await notified.tools_changed.wait()
+        assert await names(session) == {"remote_echo", "remote_whoami"}
+        assert text_of(await session.call_tool("remote_echo", {"message": "three"})) == "echo: three"
+        assert len(user.pages) == 2 and len(notified.completed) == 2
+
+
+async def test_a_stateless_agent_is_offered_a_sign_in_revoked_mid_session_again(tmp_path: Path) -> None:
+    user = User()
+    async with signing_in(tmp_path, user, stateless=True) as (session, _):
+        assert not (await call_answering(session, "remote_sign_in", {})).is_error
+        async with listen(session, tools_list_changed=True) as changes:
+            await revoke(tmp_path)
+            refused = await session.call_tool("remote_echo", {"message": "two"})
+            assert refused.is_error and "or call remote_sign_in" in text_of(refused)
+            with anyio.fail_after(10):
+                assert await changes.__anext__() == ToolsListChanged()
+            assert await names(session) == {"remote_sign_in"}
+            again = await call_answering(session, "remote_sign_in", {})
+            assert not again.is_error, text_of(again)
+        assert await names(session) == {"remote_echo", "remote_whoami"}
+        assert text_of(await session.call_tool("remote_echo", {"message": "three"})) == "echo: three"
+        assert len(user.pages) == 2
 
 
 async def test_a_declined_sign_in_stores_nothing_and_keeps_offering_it(tmp_path: Path) -> None:

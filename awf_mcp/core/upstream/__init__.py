@@ -14,7 +14,8 @@ Contract
   ``strict`` the failure raises :class:`~awf_mcp.errors.PluginError`. An ``auth = "oauth"``
   server that needs sign-in (:class:`UpstreamNeedsSignIn`), when the agent declared URL
   elicitation and a :data:`SignIn` function is given, is served as its sign-in tool instead
-  (:mod:`~awf_mcp.core.upstream.signin`).
+  (:mod:`~awf_mcp.core.upstream.signin`); so is one that refuses its sign-in mid-session
+  (:class:`UpstreamSignedOut`, or a restart's :class:`UpstreamNeedsSignIn`).
 * Tools are named ``<server>_<tool>``; description, schemas and annotations are the
   server's own. The registry checks the names (after ``[rename]``): one that breaks the
   rules, or is already taken, is left out with a warning showing the ``[rename]`` line to add.
@@ -172,6 +173,7 @@ from awf_mcp.core.upstream.session import (
     UpstreamNeedsSignIn,
     UpstreamRequestRefused,
     UpstreamSession,
+    UpstreamSignedOut,
     offer_from,
 )
 from awf_mcp.core.upstream.startup import instructions, report_failed_server, serving, start_all
@@ -199,6 +201,7 @@ __all__ = [
     "UpstreamProvider",
     "UpstreamRequestRefused",
     "UpstreamSession",
+    "UpstreamSignedOut",
     "backoff_seconds",
     "definition_bytes",
     "definition_share",

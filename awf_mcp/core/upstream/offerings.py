@@ -24,7 +24,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -96,6 +96,10 @@ class ServerOfferings:
     def list_resource_templates(self) -> list[ResourceDefinition]:
         """The resource templates last listed (as the server gave them)."""
         return list(self._templates)
+
+    def forget_offerings(self) -> None:
+        """Serve no prompts, resources or templates (the server is stopped until a sign-in)."""
+        self._prompts, self._resources, self._templates = [], [], []
 
     def watch_offerings(self, on_change: OfferingWatcher) -> None:
         """Have ``on_change(kind)`` awaited after each change of prompts or resources (and templates)."""
@@ -227,12 +231,18 @@ class ServerOfferings:
             ) from None
         except UpstreamGone as exc:
             self._mark_down(str(exc))
+            hint = await self.offer_sign_in_again(exc)
             raise UpstreamFailure(
-                f"server '{self.spec.name}' stopped during {what}: {exc}; the next request restarts it"
+                f"server '{self.spec.name}' stopped during {what}: {exc}"
+                + (hint or "; the next request restarts it")
             ) from None
 
     def _mark_down(self, reason: str) -> None:  # the provider's
         raise NotImplementedError
+
+    if TYPE_CHECKING:  # the sign-in's (a stub here would hide it: this class comes first)
+
+        async def offer_sign_in_again(self, failure: UpstreamFailure) -> str: ...
 
     async def get_prompt(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
         """Get prompt ``name`` (as served: ``<server>_<prompt>``) with ``arguments``, as a call is

@@ -320,6 +320,9 @@ class UpstreamProvider(ServerOfferings, RequestRouting, AgentSignIn):
                 self._restart_failed(f"it did not answer within {self.spec.startup_timeout_seconds:g} s")
             except UpstreamFailure as exc:
                 await self._shut()
+                hint = await self.offer_sign_in_again(exc)
+                if hint:
+                    raise UpstreamFailure(f"{exc}{hint}") from None
                 self._restart_failed(str(exc))
             assert session is not None
             self.down_since = 0.0
@@ -385,8 +388,10 @@ class UpstreamProvider(ServerOfferings, RequestRouting, AgentSignIn):
             self.deaths = 0
         except UpstreamGone as exc:
             self._mark_down(str(exc))
+            hint = await self.offer_sign_in_again(exc)
             flight.outcome = ToolResult.error(
-                f"server '{self.spec.name}' stopped during {what[0]}: {exc}; the next call restarts it"
+                f"server '{self.spec.name}' stopped during {what[0]}: {exc}"
+                + (hint or "; the next call restarts it")
             )
         except TimeoutError:
             flight.outcome = ToolResult.error(

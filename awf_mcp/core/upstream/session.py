@@ -58,6 +58,11 @@ class UpstreamGone(UpstreamFailure):
     """The connection ended; the message says how (exit code, signal, fault)."""
 
 
+class UpstreamSignedOut(UpstreamGone, UpstreamNeedsSignIn):
+    """The connection ended because the server refused the sign-in awf-mcp held (revoked, or
+    expired and its refresh refused)."""
+
+
 class UpstreamRequestRefused(Exception):
     """A request from an upstream server that awf-mcp does not answer; the message says why."""
 

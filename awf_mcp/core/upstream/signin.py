@@ -16,11 +16,23 @@ elicitation (``elicitation.url``: Claude Code and Codex do) and a :data:`SignIn`
   the server is started as at start-up, its tools (and prompts and resources) replace the sign-in
   tool, and every :meth:`watch_tools` callback is awaited (the registry re-merges and the agent gets
   ``notifications/tools/list_changed``) before the call answers;
+* once the redirect brought the tokens, each client that was asked (the latest
+  :data:`TOLD_LIMIT` calls) is sent ``notifications/elicitation/complete`` with the question's
+  ``elicitationId`` (:class:`~awf_mcp.ports.ElicitationCompletion`: on 2025-11-25; the stateless
+  revision has no such notification, its retry finds the outcome instead);
 * a sign-in that finishes after its call gave up waiting (the user took longer) starts the server
   by itself :data:`TAKE_OVER_SECONDS` later (the time a stateless retry has to take it first);
 * ``decline`` or ``cancel`` ends the sign-in; a failure (a denial, a state mismatch, no answer
   from the browser within the sign-in's timeout) ends it with one sentence in an ``isError``
   result; either way the next call starts a new one.
+
+A sign-in the server refuses mid-session (the token revoked, or expired and its refresh refused:
+:class:`~awf_mcp.core.upstream.session.UpstreamNeedsSignIn` from a call or a restart) is offered
+again the same way (:meth:`AgentSignIn.offer_sign_in_again`): the server is stopped, its tools,
+prompts and resources give way to ``<server>_sign_in`` (the watchers are awaited: the agent gets
+``list_changed``), and the failed request's sentence, which names ``awf-mcp servers login NAME``,
+ends ``, or call <server>_sign_in to sign in through the agent``. Signing in brings the tools back
+as above.
 
 An agent that did not declare ``elicitation.url`` never sees the sign-in tool: the server is
 reported as needing sign-in (``awf-mcp servers login NAME``), as it is everywhere else.
@@ -39,9 +51,10 @@ from typing import Any
 import anyio
 
 from awf_mcp.core.servers import ServerSpec
-from awf_mcp.core.upstream.session import ClientOffer, SignIn, UpstreamFailure
+from awf_mcp.core.upstream.session import ClientOffer, SignIn, UpstreamFailure, UpstreamNeedsSignIn
 from awf_mcp.ports import (
     ClientCannotAnswer,
+    ElicitationCompletion,
     ToolAnnotations,
     ToolDefinition,
     ToolResult,
@@ -56,6 +69,8 @@ URL_READY_SECONDS = 30.0
 """How long a call waits for the sign-in to have its authorization URL (metadata, registration)."""
 CALL_WAIT_SECONDS = 60.0
 """How long a call the user accepted waits for the redirect before it answers that the sign-in goes on."""
+TOLD_LIMIT = 8
+"""How many calls of one sign-in are told when it completes (the latest to ask)."""
 TAKE_OVER_SECONDS = 10.0
 """How long a finished sign-in waits for a call to start the server before it starts it itself."""
 
@@ -97,6 +112,18 @@ class SignInAttempt:
         """A call starts the server (the sign-in does not take over)."""
         self.failure = ""
         self.task: asyncio.Task[None] | None = None
+        self._told: list[ElicitationCompletion] = []
+
+    def asking(self, channel: object) -> None:
+        """A call is about to ask the client: tell it, too, when the sign-in completes."""
+        if isinstance(channel, ElicitationCompletion) and channel not in self._told:
+            self._told = [*self._told, channel][-TOLD_LIMIT:]
+
+    async def tell_complete(self) -> None:
+        """``notifications/elicitation/complete`` to each client asked (see the module docstring)."""
+        for channel in self._told:
+            with contextlib.suppress(Exception):
+                await channel.elicitation_complete(self.elicitation_id)
 
     def show(self, url: str) -> None:
         self.url = url
@@ -124,6 +151,8 @@ class AgentSignIn:
     _tools: list[ToolDefinition]
     _watchers: list[Callable[[], Awaitable[object]]]
     _offering_watchers: list[Callable[[str], Awaitable[object]]]
+    deaths: int
+    down_since: float
 
     def _init_sign_in(self, sign_in: SignIn | None) -> None:
         self._sign_in = sign_in
@@ -133,6 +162,12 @@ class AgentSignIn:
         self._starting = anyio.Lock()
 
     async def start(self) -> list[ToolDefinition]:  # the provider's
+        raise NotImplementedError
+
+    async def _shut(self) -> None:  # the provider's
+        raise NotImplementedError
+
+    def forget_offerings(self) -> None:  # the offerings'
         raise NotImplementedError
 
     def can_sign_in_through_agent(self) -> bool:
@@ -159,6 +194,7 @@ class AgentSignIn:
         async def run() -> None:
             try:
                 await sign_in(self.spec, attempt.show)
+                await attempt.tell_complete()  # before the waiting calls answer
             except UpstreamFailure as exc:
                 attempt.failure = str(exc)
             except Exception as exc:
@@ -196,14 +232,33 @@ class AgentSignIn:
             self.awaiting_sign_in = ""
             self._attempt = None
             log.warning("server '%s' signed in: serving its %d tools", self.spec.name, len(self._tools))
-            for watcher in list(self._watchers):
-                with contextlib.suppress(Exception):
-                    await watcher()
-            for offering_watcher in list(self._offering_watchers):
-                for kind in ("prompts", "resources"):
-                    with contextlib.suppress(Exception):
-                        await offering_watcher(kind)
+            await self._tell_watchers()
             return ""
+
+    async def _tell_watchers(self) -> None:
+        """Await every watcher of the tools, prompts and resources (they changed)."""
+        for watcher in list(self._watchers):
+            with contextlib.suppress(Exception):
+                await watcher()
+        for offering_watcher in list(self._offering_watchers):
+            for kind in ("prompts", "resources"):
+                with contextlib.suppress(Exception):
+                    await offering_watcher(kind)
+
+    async def offer_sign_in_again(self, failure: UpstreamFailure) -> str:
+        """After FAILURE, when it is the server refusing the sign-in awf-mcp held and the agent can
+        sign in through it, stop the server and serve the sign-in tool again (see the module
+        docstring); the words FAILURE's sentence then ends with, else empty."""
+        if not isinstance(failure, UpstreamNeedsSignIn) or not self.can_sign_in_through_agent():
+            return ""
+        async with self._starting:
+            if not self.awaiting_sign_in:
+                await self._shut()
+                self.offer_sign_in(str(failure))
+                self.deaths, self.down_since = 0, 0.0
+                self.forget_offerings()
+                await self._tell_watchers()
+        return f", or call {self.spec.name}_{SIGN_IN_TOOL} to sign in through the agent"
 
     async def call_sign_in(self) -> ToolResult:
         """A call of the sign-in tool; see the module docstring."""
@@ -222,6 +277,7 @@ class AgentSignIn:
             attempt.cancel()
             why = attempt.failure or f"no authorization URL within {URL_READY_SECONDS:g} s"
             return ToolResult.error(f"not signed in to server '{name}': {why}; {again}")
+        attempt.asking(channel)
         try:
             answer = await channel.ask("elicitation/create", attempt.question(name))
         except ClientCannotAnswer as exc:
