@@ -60,13 +60,13 @@ from awf_mcp.core.roots import ClientRoots
 from awf_mcp.core.upstream import NO_OFFER, ClientOffer, Connect, start_all
 from awf_mcp.core.upstream import instructions as upstream_instructions
 from awf_mcp.errors import UserError, describe_exception
-from awf_mcp.ops.httptoken import NamedTokens
 from awf_mcp.ports import BUILTIN_SOURCE, ToolProvider
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from awf_mcp.core.servers import ServerSpec
+    from awf_mcp.ops.httptoken import NamedTokens
     from awf_mcp.ops.statekey import StateKeys
     from awf_mcp.wire.framing import Frame, Oversized
 
@@ -354,6 +354,7 @@ async def serve_http(
     can use the server. ``state_keys`` seal ``request_state`` (:mod:`awf_mcp.ops.statekey`; ``None``:
     a key of this process).
     """
+    from awf_mcp.ops.httptoken import NamedTokens
     from awf_mcp.wire import http
     from awf_mcp.wire import server as adapter
     from awf_mcp.wire.httpauth import Access

@@ -5,9 +5,8 @@ call: static tokens, named ones, and the access tokens of an authorization serve
 protected resource metadata it serves; each request then carries its caller.
 
 Loopback by default, with the SDK's Host/Origin checks against DNS
-rebinding. A ``token`` makes every request carry ``Authorization: Bearer
-<token>`` or the URL's ``?token=<token>`` (compared in constant time) or get ``401``;
-the caller refuses to bind a non-loopback address without one. Connections are guarded
+rebinding; without an ``access`` every request is served (``--no-token``, which the caller
+allows on loopback only). Connections are guarded
 by :mod:`awf_mcp.wire.httpguard`: request deadlines, a cap below the open-file limit,
 log records one line each. ``GET /healthz`` and ``GET /readyz`` are answered before the token
 check (:mod:`awf_mcp.wire.health`). When ``stop`` is set, the listen streams
@@ -18,7 +17,6 @@ client holding one open holds up the exit.
 from __future__ import annotations
 
 import contextlib
-import hmac
 import socket
 import urllib.parse
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -64,33 +62,6 @@ def query_token(query: bytes) -> bytes:
         if name == b"token":
             return urllib.parse.unquote_to_bytes(value.replace(b"+", b" "))
     return b""
-
-
-class BearerTokenGuard:
-    """ASGI middleware: HTTP requests without the token get 401.
-
-    The token comes as ``Authorization: Bearer <token>``, or as the URL's ``?token=<token>``
-    (the URL awf-mcp prints, for clients that take only a URL); each is compared in
-    constant time.
-    """
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app = app
-        self.expected_header = f"Bearer {token}".encode()
-        self.expected = token.encode()
-
-    def _authorized(self, scope: Scope) -> bool:
-        supplied = dict(scope.get("headers") or []).get(b"authorization", b"")
-        by_header = hmac.compare_digest(supplied, self.expected_header)
-        by_query = hmac.compare_digest(query_token(scope.get("query_string") or b""), self.expected)
-        return by_header or by_query
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not self._authorized(scope):
-            body = b'{"error": "unauthorized: send Authorization: Bearer <token>"}'
-            await _send_json(send, 401, body, (b"www-authenticate", b'Bearer realm="awf-mcp"'))
-            return
-        await self.app(scope, receive, send)
 
 
 class StandaloneStreams:
@@ -178,7 +149,6 @@ async def serve_http(
     port: int,
     *,
     stop: anyio.Event,
-    token: str | None = None,
     access: Access | None = None,
     on_listening: Callable[[str], None] | None = None,
     listener: socket.socket | None = None,
@@ -211,8 +181,6 @@ async def serve_http(
     app: ASGIApp = streams
     if access is not None:
         app = access.guard(app)
-    if token:
-        app = BearerTokenGuard(app, token)
     from awf_mcp.wire.health import HealthEndpoints
 
     serving = anyio.Event()  # set once uvicorn has started, so /readyz says ready from then until stop

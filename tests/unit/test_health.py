@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from awf_mcp.ops.httptoken import NamedTokens
 from awf_mcp.wire.health import HealthEndpoints
-from awf_mcp.wire.http import BearerTokenGuard
+from awf_mcp.wire.httpauth import Access
 
 
 class App:
@@ -41,7 +42,7 @@ async def request(app: Any, method: str, path: str) -> tuple[int, dict[bytes, by
 async def test_probes_need_no_token_and_everything_else_still_does() -> None:
     inner = App()
     ready = [False]
-    app = HealthEndpoints(BearerTokenGuard(inner, "secret-token"), ready=lambda: ready[0])
+    app = HealthEndpoints(Access(NamedTokens("secret-token-0123456789")).guard(inner), ready=lambda: ready[0])
     status, headers, body = await request(app, "GET", "/healthz")
     assert (status, body) == (200, b'{"status": "alive"}')
     assert headers[b"cache-control"] == b"no-store" and headers[b"content-length"] == b"19"
