@@ -369,6 +369,11 @@ def bench_startup(setup: Setup, report: Report) -> None:
     if frozen is not None and baseline is not None:
         added = results["frozen"]["median_s"] - results["frozen baseline"]["median_s"]
         report.row("startup", "frozen - frozen baseline", added * 1000, "ms")
+        report.target("frozen start-up <= frozen baseline + 150 ms", added * 1000, 150, "<=", "ms")
+    for variant in (frozen, baseline):
+        if variant is not None:
+            size = os.path.getsize(variant.argv[0])
+            report.row("startup", f"file size: {variant.label}", size / 2**20, "MiB", f"{size:,} B")
     if onedir is not None:
         report.row(
             "startup",
