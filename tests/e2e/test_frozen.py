@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -169,6 +170,36 @@ async def test_bash_children_get_the_users_environment_not_the_bundles(
     assert not result.is_error, text_of(result)
     seen = [line for line in text_of(result).splitlines() if "=" in line]
     assert seen == ["LD_LIBRARY_PATH=/opt/users/own/lib"], text_of(result)
+
+
+@pytest.mark.anyio
+async def test_a_start_unpacks_few_files_and_the_metadata_as_one_zip(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    """Each start creates (and removes) every unpacked file: what is only read travels zipped.
+
+    The distributions' metadata (entry points, versions, licences) and the data-only
+    ``jsonschema_specifications`` sit in ``packed.zip``; no ``.dist-info`` directory is
+    unpacked, yet the binary still knows what it bundles and validates arguments with the
+    drafts' metaschemas.
+    """
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**home, "TMPDIR": str(scratch)}
+    params = StdioServerParameters(command=BINARY, args=["serve", "--root", str(tmp_path)], env=env)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        refused = await session.call_tool("Grep", {"pattern": "x", "head_limit": -3})
+        unpacked = list(scratch.rglob("*"))
+        (archive,) = [path for path in unpacked if path.name == "packed.zip"]
+        with zipfile.ZipFile(archive) as packed:
+            members = packed.namelist()
+    assert refused.is_error and "less than the minimum of 1" in text_of(refused), text_of(refused)
+    assert len(unpacked) < 150, len(unpacked)  # about 330 files and directories before the zip
+    assert not [path for path in unpacked if path.name.endswith((".dist-info", ".egg-info"))]
+    assert any(name.startswith("mcp-") and name.endswith(".dist-info/METADATA") for name in members)
+    assert any(name.startswith("mcp-") and "/licenses/" in name for name in members)
+    assert any(name.endswith("draft202012/metaschema.json") for name in members)
 
 
 @pytest.mark.anyio
