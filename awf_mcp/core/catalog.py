@@ -48,7 +48,7 @@ from __future__ import annotations
 import collections
 import logging
 from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 from awf_mcp import budget
@@ -186,15 +186,7 @@ def fit_contents(result: ToolResult) -> ToolResult:
             text = budget.head_lines(item.text, room)
             room -= budget.size(text)
             shown += budget.size(text)
-            item = ToolContent(
-                type=item.type,
-                text=text,
-                data=item.data,
-                mime_type=item.mime_type,
-                uri=item.uri,
-                name=item.name,
-                extra=item.extra,
-            )
+            item = replace(item, text=text)
         kept.append(item)
         kept_roles.append(roles[index] if index < len(roles) else "user")
     note = budget.note(
@@ -202,9 +194,7 @@ def fit_contents(result: ToolResult) -> ToolResult:
     )
     last = kept[-1] if kept else None
     if last is not None and last.type == "resource" and not last.data:
-        kept[-1] = ToolContent(
-            type="resource", text=last.text + "\n" + note, mime_type=last.mime_type, uri=last.uri
-        )
+        kept[-1] = replace(last, text=last.text + "\n" + note)
     else:
         kept.append(ToolContent.of_text(note))
         kept_roles.append("user")

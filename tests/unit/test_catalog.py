@@ -28,6 +28,8 @@ from awf_mcp.ports import (
 
 pytestmark = pytest.mark.anyio
 
+ANNOTATED = {"annotations": {"audience": ["user"], "priority": 0.5}}
+
 
 class Offering:
     """A provider of one prompt, resources and templates; it answers with what it was asked."""
@@ -72,7 +74,8 @@ class Offering:
 
     async def read_resource(self, uri: str) -> ToolResult:
         self.reads.append(uri)
-        return ToolResult(content=[ToolContent(type="resource", uri=uri, text=f"{self.name}: {self.text}")])
+        text = f"{self.name}: {self.text}"
+        return ToolResult(content=[ToolContent(type="resource", uri=uri, text=text, extra=ANNOTATED)])
 
 
 def catalog_of(*providers: Offering, **invoker: Any) -> Catalog:
@@ -133,13 +136,14 @@ async def test_a_policy_tells_a_prompt_and_a_read_from_a_call_and_every_one_is_a
     assert missing.is_error and "who" in missing.content[0].text
 
 
-async def test_text_over_the_budget_is_cut_with_one_note_keeping_uri_and_roles() -> None:
+async def test_text_over_the_budget_is_cut_with_one_note_keeping_uri_fields_and_roles() -> None:
     provider = Offering("one", uris=("a://x",))
     provider.text = "line\n" * 100_000
     catalog = catalog_of(provider, output_budget=2_000)
     read = await catalog.read_resource("a://x")
     assert len(read.content) == 1 and read.content[0].uri == "a://x" and read.content[0].type == "resource"
     assert "output cut to" in read.content[0].text and len(read.content[0].text) <= 2_000
+    assert read.content[0].extra == ANNOTATED  # the item keeps its wire fields, cut or not
     prompt = await catalog.get_prompt("one_greet", {"who": "Ada"})
     assert prompt.structured_content[PROMPT_ROLES][0] == "user"
     assert len(prompt.structured_content[PROMPT_ROLES]) == len(prompt.content)
