@@ -382,38 +382,42 @@ async def serve_http(
     access = None
     if tokens is not None or auth is not None:
         access = await Access.start(tokens or NamedTokens(), auth)
-    listener = http.listen(host, port)  # a port in use is reported before anything starts
-    with listener:  # closed here should start-up fail before uvicorn owns it
-        async with open_runtime(settings, observer=observer) as runtime:
-            if host not in http.LOOPBACK_HOSTS and not allow_shell and serves_shell(runtime.registry):
-                raise UserError(
-                    f"serving {host} would let every caller run Bash with this host's rights, as its user: "
-                    "pass --allow-shell if that is meant, or --exclude Bash"
+    try:
+        listener = http.listen(host, port)  # a port in use is reported before anything starts
+        with listener:  # closed here should start-up fail before uvicorn owns it
+            async with open_runtime(settings, observer=observer) as runtime:
+                if host not in http.LOOPBACK_HOSTS and not allow_shell and serves_shell(runtime.registry):
+                    raise UserError(
+                        f"serving {host} would let every caller run Bash with this host's rights, "
+                        "as its user: pass --allow-shell if that is meant, or --exclude Bash"
+                    )
+                mcp_server = adapter.McpServer(
+                    runtime.invoker,
+                    version=version,
+                    instructions=runtime.instructions,
+                    state_keys=state_keys.keys if state_keys is not None else (),
                 )
-            mcp_server = adapter.McpServer(
-                runtime.invoker,
-                version=version,
-                instructions=runtime.instructions,
-                state_keys=state_keys.keys if state_keys is not None else (),
-            )
-            if state_keys is not None:
-                log.info("request_state is sealed with %s", state_keys.describe())
-            settle()
-            stop = anyio.Event()
-            async with anyio.create_task_group() as group:
-                group.start_soon(_stop_on_signal, stop.set)
-                if access is not None:
-                    group.start_soon(_reload_on_hangup, access.reload)
-                await http.serve_http(
-                    mcp_server,
-                    host,
-                    port,
-                    stop=stop,
-                    access=access,
-                    on_listening=announce,
-                    listener=listener,
-                )
-                group.cancel_scope.cancel()
+                if state_keys is not None:
+                    log.info("request_state is sealed with %s", state_keys.describe())
+                settle()
+                stop = anyio.Event()
+                async with anyio.create_task_group() as group:
+                    group.start_soon(_stop_on_signal, stop.set)
+                    if access is not None:
+                        group.start_soon(_reload_on_hangup, access.reload)
+                    await http.serve_http(
+                        mcp_server,
+                        host,
+                        port,
+                        stop=stop,
+                        access=access,
+                        on_listening=announce,
+                        listener=listener,
+                    )
+                    group.cancel_scope.cancel()
+    finally:
+        if access is not None:
+            await access.aclose()
 
 
 async def serve_stdio(

@@ -236,21 +236,33 @@ class IssuerTokens:
 
     @classmethod
     async def start(cls, settings: HttpAuth, client: httpx2.AsyncClient | None = None) -> IssuerTokens:
-        """Discover the issuer and fetch its keys; :class:`UserError` when it cannot be used."""
+        """Discover the issuer and fetch its keys; :class:`UserError` when it cannot be used.
+
+        The tokens own ``client`` (a new one by default): :meth:`aclose` closes it, and so
+        does a start that fails.
+        """
         client = client or httpx2.AsyncClient(follow_redirects=False)
-        server = await discover(client, settings.issuer)
-        tokens = cls(settings, server, client)
-        if server.jwks_uri is None and tokens.introspection_endpoint is None:
-            raise UserError(
-                f"the authorization server {settings.issuer} publishes neither a jwks_uri nor an "
-                "introspection_endpoint: there is no way to check its tokens"
-            )
-        if server.jwks_uri is not None:
-            try:
-                await tokens._fetch_keys()
-            except OSError as exc:
-                raise UserError(str(exc)) from None
+        try:
+            server = await discover(client, settings.issuer)
+            tokens = cls(settings, server, client)
+            if server.jwks_uri is None and tokens.introspection_endpoint is None:
+                raise UserError(
+                    f"the authorization server {settings.issuer} publishes neither a jwks_uri nor an "
+                    "introspection_endpoint: there is no way to check its tokens"
+                )
+            if server.jwks_uri is not None:
+                try:
+                    await tokens._fetch_keys()
+                except OSError as exc:
+                    raise UserError(str(exc)) from None
+        except BaseException:
+            await client.aclose()
+            raise
         return tokens
+
+    async def aclose(self) -> None:
+        """Close the connections to the authorization server; the tokens check nothing after it."""
+        await self.client.aclose()
 
     async def _fetch_keys(self) -> None:
         assert self.server.jwks_uri is not None
@@ -559,6 +571,11 @@ class Access:
         """The access of ``static`` tokens and, when ``settings`` says, the issuer's (discovered now)."""
         issuer = await IssuerTokens.start(settings) if settings is not None else None
         return cls(static, issuer, settings)
+
+    async def aclose(self) -> None:
+        """Close what :meth:`start` opened: the issuer's connections."""
+        if self.issuer is not None:
+            await self.issuer.aclose()
 
     def reload(self) -> None:
         """Read the token file again (SIGHUP); a file that fails keeps the tokens in use, logged."""

@@ -21,7 +21,7 @@ from awf_mcp.errors import ConfigError, UserError
 from awf_mcp.ops.httptoken import NamedTokens, read_token_file
 from awf_mcp.ports import Caller
 from awf_mcp.wire import httpauth
-from awf_mcp.wire.httpauth import IssuerTokens, TokenRefused, caller_of
+from awf_mcp.wire.httpauth import Access, IssuerTokens, TokenRefused, caller_of
 
 ISSUER = "https://id.example"
 AUDIENCE = "https://mcp.example/mcp"
@@ -204,6 +204,19 @@ async def test_discovery_falls_back_to_openid_and_checks_the_issuer(rsa_key: Any
     del issuer.metadata["jwks_uri"], issuer.metadata["introspection_endpoint"]
     with pytest.raises(UserError, match="neither a jwks_uri nor an introspection_endpoint"):
         await issuer.tokens()
+
+
+async def test_the_issuers_client_is_closed_by_aclose_and_by_a_failed_start(rsa_key: Any) -> None:
+    issuer = Issuer((rsa_key, "k1", None))
+    tokens = await issuer.tokens()
+    assert not tokens.client.is_closed
+    await Access(NamedTokens(), tokens).aclose()
+    assert tokens.client.is_closed
+    issuer.missing.add("/jwks")
+    client = httpx2.AsyncClient(transport=httpx2.MockTransport(issuer.handle))
+    with pytest.raises(UserError, match="JWKS"):
+        await IssuerTokens.start(HttpAuth(issuer=ISSUER, audience=AUDIENCE), client)
+    assert client.is_closed
 
 
 def write_tokens(path: Path, text: str, mode: int = 0o600) -> Path:
