@@ -51,6 +51,7 @@ SDK's ``mcp.client.auth`` logger (tracebacks of OAuth failures) is silenced.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import http.server
 import json
 import logging
@@ -270,15 +271,8 @@ class _Provider(OAuthClientProvider):
 
     def __init__(self, spec: ServerSpec, **arguments: Any) -> None:
         super().__init__(**arguments)
-        held = self.context
-        self.context = _Context(
-            server_url=held.server_url,
-            client_metadata=held.client_metadata,
-            storage=held.storage,
-            redirect_handler=held.redirect_handler,
-            callback_handler=held.callback_handler,
-            client_metadata_url=held.client_metadata_url,
-        )
+        held = self.context  # the SDK's, as its __init__ made it: every field carried over
+        self.context = _Context(**{f.name: getattr(held, f.name) for f in dataclasses.fields(held) if f.init})
         self.context.spec = spec
 
     async def _initialize(self) -> None:
