@@ -28,18 +28,24 @@ else
   echo "tests/run.sh: npm not found: the Node.js-based tests will be skipped (AWF_MCP_SKIP_NODE=1)" >&2
   export AWF_MCP_SKIP_NODE=1
 fi
-# HAProxy (Debian's package): the load balancer the replica tests run in front of two servers.
-# Installed when missing; without root to install it, stop here rather than skip those tests.
-if ! command -v haproxy >/dev/null 2>&1 && [ ! -x /usr/sbin/haproxy ]; then
+# Debian packages some tests run: HAProxy, the load balancer the replica tests put in front of
+# two servers, and a static busybox, the only shell of the single executable's empty-root test.
+# Installed when missing; without root to install them, stop here rather than skip those tests.
+need_debian_package() {  # PACKAGE PROGRAM TEST-FILE
+  if command -v "$2" >/dev/null 2>&1 || [ -x "/usr/sbin/$2" ] || [ -x "/bin/$2" ]; then
+    return
+  fi
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
     export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -qq haproxy >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq haproxy; }
+    apt-get install -y -qq "$1" >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq "$1"; }
   else
-    echo "tests/run.sh: HAProxy is not installed and cannot be installed here (needs root and apt-get):" \
-      "run 'sudo apt-get install haproxy' first; tests/e2e/test_gateway_replicas.py needs it" >&2
+    echo "tests/run.sh: $1 is not installed and cannot be installed here (needs root and apt-get):" \
+      "run 'sudo apt-get install $1' first; $3 needs it" >&2
     exit 1
   fi
-fi
+}
+need_debian_package haproxy haproxy tests/e2e/test_gateway_replicas.py
+need_debian_package busybox-static busybox tests/e2e/test_frozen.py
 set +e
 "$venv/bin/python" -m pytest "$@"
 status=$?

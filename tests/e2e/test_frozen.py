@@ -626,3 +626,37 @@ async def test_the_binary_serves_in_an_empty_root(tmp_path: Path) -> None:
         maps
     )  # the machine's libc, not ours
     assert [line for line in leaked.splitlines() if "=" in line] == [], leaked
+
+
+@pytest.mark.anyio
+async def test_bash_runs_in_an_empty_root_whose_only_shell_is_a_static_busybox(tmp_path: Path) -> None:
+    """No bash, no libc: Bash falls back to ``/bin/sh``, here Debian's static busybox."""
+    busybox = shutil.which("busybox") or "/bin/busybox"
+    linkage = subprocess.run(["ldd", busybox], capture_output=True, text=True)
+    assert linkage.returncode != 0 or "statically linked" in linkage.stdout, (
+        f"a static busybox is needed, {busybox} is not one: apt-get install busybox-static"
+    )
+    root = empty_root(tmp_path)
+    (root / "bin").mkdir()
+    shutil.copy2(busybox, root / "bin" / "busybox")
+    for applet in ("sh", "ls", "cat", "id"):
+        (root / "bin" / applet).symlink_to("busybox")
+    (root / "work" / "notes.txt").write_text("alpha\n")
+    params = StdioServerParameters(
+        command=in_root(root)[0],
+        args=[*in_root(root)[1:], "/awf-mcp", "serve", "--root", "/work"],
+        env={**ROOT_ENV, "PATH": "/bin"},
+    )
+    with (tmp_path / "stderr.log").open("w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            result = await session.call_tool(
+                "Bash", {"command": "echo $((6 * 7)) from $0; cat notes.txt; ls /bin/bash || true"}
+            )
+    assert not result.is_error, text_of(result)
+    text = text_of(result)
+    assert "42 from /bin/sh" in text and "alpha" in text, text
+    assert "/bin/bash: No such file or directory" in text, text  # there really was no bash
