@@ -28,7 +28,9 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 import awf_mcp
+from tests.helpers.dns import dns_server
 from tests.helpers.harness import alive, children_of, parent_of, text_of
+from tests.helpers.remote import remote_upstream, tls_files
 
 BINARY = os.environ.get("AWF_MCP_BINARY", "")
 REPO = Path(__file__).resolve().parents[2]
@@ -660,3 +662,59 @@ async def test_bash_runs_in_an_empty_root_whose_only_shell_is_a_static_busybox(t
     text = text_of(result)
     assert "42 from /bin/sh" in text and "alpha" in text, text
     assert "/bin/bash: No such file or directory" in text, text  # there really was no bash
+
+
+DNS_ADDRESS = "127.3.4.5"  # any loopback address: the resolver only speaks to port 53
+USER_CONFIG = Path("/home/user/.config/awf-mcp/config.toml")  # the user's own: HOME is /home/user
+
+
+@pytest.mark.anyio
+async def test_an_https_upstream_is_reached_by_name_in_an_empty_root(tmp_path: Path) -> None:
+    """Name lookups (``/etc/hosts``, then DNS) and TLS with the root's own CA certificates.
+
+    The root holds a Debian-style ``/etc/ssl/certs/ca-certificates.crt`` (only the test's
+    authority), ``/etc/hosts`` and ``/etc/resolv.conf``; the configuration is the user's own,
+    under ``$HOME/.config/awf-mcp``. One upstream serves HTTPS on loopback under two names:
+    ``hosts.test`` (in ``/etc/hosts``) and ``dns.test`` (answered by the test's DNS server).
+    """
+    try:
+        dns = dns_server(DNS_ADDRESS, {"dns.test": "127.0.0.1"})
+        asked = dns.__enter__()
+    except PermissionError:
+        pytest.skip("serving DNS on port 53 needs root (CI runs as root)")
+    try:
+        root = empty_root(tmp_path)
+        authority, certificate, key = tls_files(tmp_path, "hosts.test", "dns.test")
+        (root / "etc" / "ssl" / "certs").mkdir(parents=True)
+        shutil.copy(authority, root / "etc" / "ssl" / "certs" / "ca-certificates.crt")
+        (root / "etc" / "hosts").write_text("127.0.0.1 localhost\n127.0.0.1 hosts.test\n")
+        (root / "etc" / "resolv.conf").write_text(f"nameserver {DNS_ADDRESS}\noptions timeout:2 attempts:2\n")
+        tls = {"REMOTE_UPSTREAM_TLS_CERT": str(certificate), "REMOTE_UPSTREAM_TLS_KEY": str(key)}
+        with remote_upstream("sse", env=tls) as base:
+            port = base.rsplit(":", 1)[1]
+            config = root / USER_CONFIG.relative_to("/")
+            config.parent.mkdir(parents=True)
+            config.write_text(
+                f'[servers.byhosts]\ntype = "sse"\nurl = "https://hosts.test:{port}/sse"\n'
+                f'[servers.bydns]\ntype = "sse"\nurl = "https://dns.test:{port}/sse"\n'
+            )
+            serve = ["/awf-mcp", "serve", "--root", "/work", "--no-builtins", "--config", str(USER_CONFIG)]
+            params = StdioServerParameters(
+                command=in_root(root)[0], args=[*in_root(root)[1:], *serve], env=ROOT_ENV
+            )
+            with (tmp_path / "stderr.log").open("w") as errlog:
+                async with (
+                    stdio_client(params, errlog=errlog) as (read, write),
+                    ClientSession(read, write) as session,
+                ):
+                    await session.initialize()
+                    names = {tool.name for tool in (await session.list_tools()).tools}
+                    by_hosts = await session.call_tool("byhosts_echo", {"message": "through /etc/hosts"})
+                    by_dns = await session.call_tool("bydns_echo", {"message": "through DNS"})
+    finally:
+        dns.__exit__(None, None, None)
+    log = (tmp_path / "stderr.log").read_text()
+    assert {"byhosts_echo", "bydns_echo"} <= names, log
+    assert text_of(by_hosts) == "echo: through /etc/hosts", text_of(by_hosts)
+    assert text_of(by_dns) == "echo: through DNS", text_of(by_dns)
+    assert "dns.test" in asked and "hosts.test" not in asked, asked

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -13,10 +14,16 @@ SCRIPT = Path(__file__).resolve().parents[1] / "upstreams" / "remote_upstream.py
 
 
 @contextlib.contextmanager
-def remote_upstream(*args: str) -> Iterator[str]:
-    """Run ``remote_upstream.py ARGS...``; yield its base URL (``http://127.0.0.1:<port>``)."""
+def remote_upstream(*args: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Run ``remote_upstream.py ARGS...``; yield its base URL (``http://127.0.0.1:<port>``).
+
+    ``env`` adds to its environment (``REMOTE_UPSTREAM_TLS_*``: HTTPS, on the same port).
+    """
     process = subprocess.Popen(
-        [sys.executable, str(SCRIPT), *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        [sys.executable, str(SCRIPT), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
     )
     try:
         assert process.stdout is not None
@@ -113,3 +120,61 @@ def signing_in_client(url: str, name: str, scope: str = "tools") -> Any:
         callback_handler=callback,
     )
     return httpx2.AsyncClient(auth=provider, timeout=30)
+
+
+def tls_files(directory: Path, *names: str) -> tuple[Path, Path, Path]:
+    """A new certificate authority and a server certificate it signed for ``names``.
+
+    Returns the paths of the authority's certificate, the server's certificate and its key
+    (PEM, written into ``directory``).
+    """
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+    authority_key = ec.generate_private_key(ec.SECP256R1())
+    server_key = ec.generate_private_key(ec.SECP256R1())
+    authority_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "awf-mcp test authority")])
+    authority = (
+        x509.CertificateBuilder()
+        .subject_name(authority_name)
+        .issuer_name(authority_name)
+        .public_key(authority_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(authority_key.public_key()), critical=False)
+        .sign(authority_key, hashes.SHA256())
+    )
+    server = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])]))
+        .issuer_name(authority_name)
+        .public_key(server_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name) for name in names]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(authority_key.public_key()), critical=False
+        )
+        .sign(authority_key, hashes.SHA256())
+    )
+    paths = (directory / "authority.pem", directory / "server.pem", directory / "server-key.pem")
+    paths[0].write_bytes(authority.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(server.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(
+        server_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return paths

@@ -13,7 +13,8 @@ sent together race), and revokes. ``oauth-sse`` serves the same behind the SSE t
 registration endpoints on ``localhost`` (the same listener under another host name) while its
 issuer is ``127.0.0.1``. ``oauth-token-path TOKEN_SECONDS`` is ``oauth`` whose token endpoint is
 ``/oauth/token``, named only in its metadata (``/token`` answers 404).
-Each listens on 127.0.0.1, port 0, and prints ``port <N>`` on stdout once listening.
+Each listens on 127.0.0.1, port 0, and prints ``port <N>`` on stdout once listening; with
+``REMOTE_UPSTREAM_TLS_CERT`` and ``REMOTE_UPSTREAM_TLS_KEY`` (PEM files) set, it speaks HTTPS.
 
 Tools: ``echo`` answers ``echo: <message>``; ``whoami`` answers the client ID its token
 was issued to (``anonymous`` without auth).
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import secrets
 import socket
 import sys
@@ -419,7 +421,11 @@ def main() -> None:
             app = EndpointsElsewhere(app)
         elif mode == "oauth-token-path":
             app = TokenEndpointMoved(app)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    tls = {
+        "ssl_certfile": os.environ.get("REMOTE_UPSTREAM_TLS_CERT"),
+        "ssl_keyfile": os.environ.get("REMOTE_UPSTREAM_TLS_KEY"),
+    }
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", **tls)
     print(f"port {port}", flush=True)
     anyio.run(uvicorn.Server(config).serve, [sock])
 
