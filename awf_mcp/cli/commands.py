@@ -335,12 +335,28 @@ def client_config(
     list_clients: Annotated[
         bool, typer.Option("--list", help="List every client with the file it would write, and stop.")
     ] = False,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url",
+            help="Reach a team gateway (serve --transport http) at this URL instead of starting a server.",
+        ),
+    ] = None,
+    token_env: Annotated[
+        str | None,
+        typer.Option(
+            "--token-env",
+            help="With --url: the environment variable that holds the gateway's token (the file names it).",
+        ),
+    ] = None,
     *,
     options: ServeOptions,
 ) -> None:
     """Print (or --write) the MCP configuration that makes CLIENT start `awf-mcp serve`.
 
     --root, --only, --exclude and --config are passed on to `serve`; paths become absolute.
+    With --url the entry names a remote awf-mcp instead (claude, gemini, codex), and
+    --token-env the variable its bearer token is read from; without it the client signs in.
     """
     from awf_mcp.cli.options import serve_argv
     from awf_mcp.ops import clientconfig
@@ -359,12 +375,16 @@ def client_config(
         print(clientconfig.restore_native_tools(client, scope=scope), end="")
         return
 
-    if write and options.config:
+    gateway = clientconfig.parse_gateway(url, token_env) if url is not None or token_env is not None else None
+    if write and options.config and gateway is None:
         from pathlib import Path
 
         approve_at_users_command(Path(os.path.abspath(os.path.expanduser(options.config))))
-    # Only --trust read-only needs the upstreams' annotations; else none is started.
-    tools = served_tools(options, for_tool=EVERY_SERVER if trust == "read-only" else None)
+    # Only --trust read-only needs the upstreams' annotations; else none is started. A
+    # gateway's tools are its own: the read-only built-ins stand for them.
+    tools = None
+    if gateway is None:
+        tools = served_tools(options, for_tool=EVERY_SERVER if trust == "read-only" else None)
     text = clientconfig.configure(
         client,
         write_files=write,
@@ -374,6 +394,7 @@ def client_config(
         tools=tools,
         serve_args=serve_argv(options),
         replace_native=replace_native,
+        gateway=gateway,
     )
     print(text, end="" if text.endswith("\n") else "\n")
 

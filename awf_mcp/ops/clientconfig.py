@@ -27,9 +27,11 @@ This module uses the standard library only.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import sys
+import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,8 +45,10 @@ from awf_mcp.ops.clientprofiles import (
     GEMINI_TIMEOUT_MS,
     PROFILES,
     SCOPES,
+    TRANSPORT_KEYS,
     ClientProfile,
     FileLocation,
+    Gateway,
     NativeTools,
     ScopeFiles,
     ServerEntry,
@@ -77,6 +81,7 @@ __all__ = [
     "SCOPES",
     "ClientProfile",
     "FileLocation",
+    "Gateway",
     "InstalledEntry",
     "NativeTools",
     "ScopeFiles",
@@ -87,6 +92,7 @@ __all__ = [
     "installed_entries",
     "list_clients",
     "locate",
+    "parse_gateway",
     "profiles",
     "read_entry",
     "read_servers",
@@ -144,6 +150,31 @@ def read_only_names(tools: Iterable[tuple[str, bool]] | None) -> list[str]:
     if tools is None:
         return sorted(FALLBACK_READ_ONLY_TOOLS)
     return sorted({name for name, read_only in tools if read_only})
+
+
+def parse_gateway(url: str | None, token_variable: str | None) -> Gateway:
+    """The :class:`Gateway` of ``--url URL [--token-env NAME]``; :class:`UserError` when unusable.
+
+    The URL must be ``https``, or ``http`` to a loopback host: a bearer token sent in clear
+    over a network is anybody's. The variable's name must be one a shell can set.
+    """
+    if url is None:
+        raise UserError("--token-env names the variable of a gateway's token: give the gateway's --url too")
+    parsed = urllib.parse.urlsplit(url)
+    host = parsed.hostname or ""
+    if parsed.scheme not in ("http", "https") or not host:
+        raise UserError(f"--url {url!r} is not an http(s) URL of a gateway (https://HOST/mcp)")
+    if parsed.scheme == "http" and host not in ("localhost", "127.0.0.1", "::1"):
+        raise UserError(
+            f"--url {url!r} sends the gateway's token in clear over the network: use https "
+            "(plain http only to localhost)"
+        )
+    if token_variable is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", token_variable):
+        raise UserError(
+            f"--token-env {token_variable!r} is not an environment variable's name "
+            "(letters, digits and '_', not starting with a digit)"
+        )
+    return Gateway(url, token_variable)
 
 
 def check_options(client: str, scope: str | None, trust: str | None, server_name: str) -> None:
@@ -208,7 +239,8 @@ class _Request:
     """One ``awf-mcp config`` request, resolved: the profile, the command and the choices."""
 
     profile: ClientProfile
-    command: list[str]
+    command: list[str] | Gateway
+    """The command the client runs, or the remote gateway it reaches."""
     read_only: list[str]
     trust: str | None
     scope: str
@@ -218,7 +250,7 @@ class _Request:
     def make(
         cls,
         client: str,
-        command: Sequence[str],
+        command: Sequence[str] | Gateway,
         read_only_tools: Sequence[str],
         trust: str | None,
         scope: str | None,
@@ -227,7 +259,7 @@ class _Request:
         check_options(client, scope, trust, server_name)
         return cls(
             PROFILES[client],
-            list(command),
+            command if isinstance(command, Gateway) else list(command),
             list(read_only_tools),
             trust,
             resolve_scope(client, scope),
@@ -260,7 +292,7 @@ class _Request:
 def render(
     client: str,
     *,
-    command: Sequence[str],
+    command: Sequence[str] | Gateway,
     read_only_tools: Sequence[str],
     trust: str | None,
     scope: str | None = None,
@@ -272,9 +304,11 @@ def render(
 ) -> str:
     """The configuration for CLIENT as text to print: the exact snippet, where it goes, and trust.
 
-    REPLACE_NATIVE adds the setting that switches off the client's own tools.
+    COMMAND is what the client runs, or the :class:`Gateway` it reaches. REPLACE_NATIVE adds
+    the setting that switches off the client's own tools.
     """
     request = _Request.make(client, command, read_only_tools, trust, scope, server_name)
+    request.entry()  # a client without a remote entry is refused before anything is printed
     profile, scope = request.profile, request.scope
     if replace_native:
         nativetools.setting(profile)
@@ -286,7 +320,7 @@ def render(
     where = f"# {profile.title}, {scope} scope:"
     what = "table" if profile.format == "toml" else "entry"
     out: list[str] = []
-    if profile.add_command:
+    if profile.add_command and not isinstance(command, Gateway):
         add = [part.format(scope=scope, server=server_name) for part in profile.add_command]
         out += [
             f"{where} run",
@@ -297,6 +331,8 @@ def render(
     else:
         out += [f"{where} add this {what} to {files['servers']}:"]
     out.append(request.entry_snippet().rstrip("\n"))
+    if isinstance(command, Gateway):
+        out += _gateway_notes(command)
     allowed = request.allowed()
     approvals = dump_json(nest(profile.allow_list or (), allowed)) if allowed is not None else ""
     same_file = files["trust"] == files["servers"]
@@ -316,6 +352,10 @@ def render(
     elif profile.native is not None:
         out += [f"# --replace-native also switches off {profile.title}'s own file and shell tools."]
     write_hint = f"awf-mcp config {client} --write" + (f" --scope {scope}" if scope != "project" else "")
+    if isinstance(command, Gateway):
+        write_hint += f" --url {shlex.quote(command.url)}"
+        if command.token_variable:
+            write_hint += f" --token-env {command.token_variable}"
     if trust:
         write_hint += f" --trust {trust}"
     if replace_native:
@@ -324,6 +364,19 @@ def render(
     if profile.docs:
         out.append(f"# {profile.title}'s documentation of this file: {profile.docs}")
     return "\n".join(out) + "\n"
+
+
+def _gateway_notes(gateway: Gateway) -> list[str]:
+    """What a user must know about a remote entry: where its token comes from."""
+    if gateway.token_variable:
+        return [
+            f"# The client reads the token from ${gateway.token_variable} when it connects: set it in the",
+            "# environment the client runs in. The file names the variable, never the token.",
+        ]
+    return [
+        "# No token: the client signs in through the gateway's identity provider when it first",
+        "# connects (the gateway's 401 names its authorization server).",
+    ]
 
 
 def project_of(scope: str, cwd: Path) -> Path | None:
@@ -340,7 +393,8 @@ def _edits(request: _Request, files: Mapping[str, Path], cwd: Path) -> list[Edit
         table = toml_replace_table(keys, toml_table(keys, request.entry()))
         edits = [Edit(files["servers"], "toml", table, project)]
     else:
-        entry = set_entry(keys, request.entry(), owned=profile.owned_entry_keys)
+        owned = (*profile.owned_entry_keys, *TRANSPORT_KEYS)  # a command, or a URL, never both
+        entry = set_entry(keys, request.entry(), owned=owned)
         comments = profile.format == "jsonc"
         edits = [Edit(files["servers"], profile.format, json_edit(entry, comments=comments), project)]
     updates = []
@@ -357,7 +411,7 @@ def _edits(request: _Request, files: Mapping[str, Path], cwd: Path) -> list[Edit
 def plan_write(
     client: str,
     *,
-    command: Sequence[str],
+    command: Sequence[str] | Gateway,
     read_only_tools: Sequence[str],
     trust: str | None,
     scope: str | None = None,
@@ -437,6 +491,7 @@ def configure(
     env: Mapping[str, str] | None = None,
     base_command: Sequence[str] | None = None,
     replace_native: bool = False,
+    gateway: Gateway | None = None,
 ) -> str:
     """What ``awf-mcp config CLIENT [...]`` prints: the rendered configuration, plus what
     ``--write`` changed.
@@ -445,12 +500,23 @@ def configure(
     ``(name, read_only)`` for every served tool (from the registry's annotations);
     ``None`` falls back to Read, Glob and Grep. ``base_command`` defaults to
     :func:`server_command`. ``replace_native`` also switches off the client's own file
-    and shell tools (printed, or written with ``write_files``).
+    and shell tools (printed, or written with ``write_files``). ``gateway``: the entry names
+    that remote awf-mcp instead of starting one (``serve_args`` must then be empty).
     """
     cwd, home, env = locate(cwd, home, env)
-    base = list(base_command) if base_command is not None else server_command()
+    command: list[str] | Gateway
+    if gateway is not None:
+        if serve_args:
+            raise UserError(
+                f"{shlex.join(serve_args)}: these options are for a server the client starts; "
+                "the gateway at --url has its own"
+            )
+        command = gateway
+    else:
+        base = list(base_command) if base_command is not None else server_command()
+        command = [*base, "serve", *serve_args]
     common: dict[str, Any] = {
-        "command": [*base, "serve", *serve_args],
+        "command": command,
         "read_only_tools": read_only_names(tools),
         "trust": trust,
         "scope": scope,

@@ -98,6 +98,49 @@ class NativeTools:
 
 
 @dataclass(frozen=True)
+class Gateway:
+    """A remote awf-mcp (``serve --transport http``) an entry names instead of a command.
+
+    ``token_variable`` names the environment variable holding the bearer token; the file
+    names the variable, never the token. None: no token, the client signs in through the
+    gateway's ``401`` (its identity provider, OAuth).
+    """
+
+    url: str
+    token_variable: str | None = None
+
+
+@dataclass(frozen=True)
+class RemoteShape:
+    """How a client's entry names a Streamable HTTP server and its bearer token (``--url``).
+
+    The token is either an ``Authorization`` header whose value the client expands from the
+    environment (``header_value``, a template with ``{variable}``), or a key naming the
+    variable (``token_variable_key``, Codex's ``bearer_token_env_var``).
+    """
+
+    url_key: str = "url"
+    head: Mapping[str, Any] = field(default_factory=dict)
+    """Entry keys before the URL."""
+    header_value: str = ""
+    token_variable_key: str = ""
+
+    def entry(self, gateway: Gateway) -> JsonObject:
+        """The entry's head, URL and token for GATEWAY."""
+        entry: JsonObject = {**self.head, self.url_key: gateway.url}
+        if gateway.token_variable and self.token_variable_key:
+            entry[self.token_variable_key] = gateway.token_variable
+        elif gateway.token_variable:
+            entry["headers"] = {"Authorization": self.header_value.format(variable=gateway.token_variable)}
+        return entry
+
+
+#: The keys that say how an entry reaches its server: a command, or a URL and its token. An
+#: entry written for one way loses the other's (a local entry turned remote keeps no ``args``).
+TRANSPORT_KEYS = ("command", "args", "url", "httpUrl", "serverUrl", "headers", "bearer_token_env_var")
+
+
+@dataclass(frozen=True)
 class ClientProfile:
     """What awf-mcp knows about one client: files, format, entry shape, trust keys, notes.
 
@@ -139,6 +182,8 @@ class ClientProfile:
     """A list in the trust file that must name a project-scope server before it starts."""
     native: NativeTools | None = None
     """The setting ``--replace-native`` adds; None: awf-mcp knows none for this client."""
+    remote: RemoteShape | None = None
+    """How the client names a remote server (``--url``); None: awf-mcp writes no remote entry for it."""
     add_command: tuple[str, ...] | None = None
     """The client's own command that adds a server (templates: ``{scope}``, ``{server}``)."""
     headless: str = ""
@@ -183,10 +228,17 @@ class ClientProfile:
             )
         return table[scope]
 
-    def entry(self, command: Sequence[str], trust: str | None, read_only: Sequence[str]) -> JsonObject:
-        """The server entry that starts COMMAND, with the approvals TRUST puts on the entry itself."""
-        if self.command_form == "argv":
-            entry: JsonObject = {**self.entry_head, "command": list(command)}
+    def entry(
+        self, command: Sequence[str] | Gateway, trust: str | None, read_only: Sequence[str]
+    ) -> JsonObject:
+        """The server entry that starts COMMAND, or names the remote GATEWAY, with the approvals
+        TRUST puts on the entry itself."""
+        if isinstance(command, Gateway):
+            if self.remote is None:
+                raise UserError(f"awf-mcp cannot write a remote entry for {self.title}: {remote_clients()}")
+            entry: JsonObject = self.remote.entry(command)
+        elif self.command_form == "argv":
+            entry = {**self.entry_head, "command": list(command)}
         else:
             entry = {**self.entry_head, "command": command[0], "args": list(command[1:])}
         entry.update(self.entry_tail)
@@ -329,6 +381,8 @@ PROFILES: dict[str, ClientProfile] = {
                 ),
             },
             entry_head={"type": "stdio"},
+            # .mcp.json expands ${VAR} in url, headers, command, args and env.
+            remote=RemoteShape(head={"type": "http"}, header_value="Bearer ${{{variable}}}"),
             allow_list=("permissions", "allow"),
             allow_name=client_tool_name,
             allow_whole_server=True,
@@ -371,6 +425,8 @@ PROFILES: dict[str, ClientProfile] = {
                 "user": ScopeFiles(servers=FileLocation("home", ".gemini/settings.json")),
             },
             entry_tail={"timeout": GEMINI_TIMEOUT_MS},
+            # httpUrl: Streamable HTTP (url would be SSE); settings expand ${VAR} in every string.
+            remote=RemoteShape(url_key="httpUrl", header_value="Bearer ${{{variable}}}"),
             trust_all_entry={"trust": True},
             owned_entry_keys=("trust",),
             allow_list=("tools", "allowed"),
@@ -405,6 +461,8 @@ PROFILES: dict[str, ClientProfile] = {
             servers_key=("mcp_servers",),
             # Without it, `codex exec` sends its first request before the server is up.
             entry_tail={"required": True},
+            # Codex refuses a literal bearer_token for Streamable HTTP; it reads the variable.
+            remote=RemoteShape(token_variable_key="bearer_token_env_var"),
             trust_all_entry={"default_tools_approval_mode": "approve"},
             tool_approval={"approval_mode": "approve"},
             native=NativeTools(
@@ -522,3 +580,9 @@ CLIENTS = tuple(PROFILES)
 def profiles() -> Iterator[ClientProfile]:
     """Every known client's profile, in ``awf-mcp config --list`` order."""
     return iter(PROFILES.values())
+
+
+def remote_clients() -> str:
+    """The sentence naming the clients ``--url`` writes a remote entry for."""
+    names = [profile.name for profile in PROFILES.values() if profile.remote is not None]
+    return f"--url is available for {', '.join(names[:-1])} and {names[-1]}; add the entry by hand for others"

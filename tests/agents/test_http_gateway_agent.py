@@ -1,13 +1,15 @@
 """Real agent CLIs (Claude Code, Gemini CLI, Codex CLI) reaching a team gateway with a named token.
 
 ``awf-mcp serve --transport http --token-file TOKENS --audit-log AUDIT`` runs on loopback as a
-subprocess; each agent is set up as the other agent tests set it up (``awf-mcp config CLIENT
---write --trust all``: the permissions), then its ``awf`` entry is turned into the one a user
-writes for a remote Streamable HTTP server with an ``Authorization: Bearer`` header:
+subprocess; each agent is set up as a user sets it up for a gateway, with ``awf-mcp config
+CLIENT --write --trust all --url URL --token-env AWF_GATEWAY_TOKEN``, and the token in that
+variable. The entry names the variable, never the token:
 
-* Claude Code, ``.mcp.json``: ``{"type": "http", "url": URL, "headers": {...}}``,
+* Claude Code, ``.mcp.json``: ``{"type": "http", "url": URL, "headers": {"Authorization":
+  "Bearer ${AWF_GATEWAY_TOKEN}"}}``, expanded by Claude Code;
 * Gemini CLI, ``.gemini/settings.json``: ``{"httpUrl": URL, "headers": {...}, "trust": true}``,
-* Codex CLI, ``config.toml``: ``url = URL`` and ``bearer_token_env_var = NAME``.
+  the same header, expanded by Gemini CLI;
+* Codex CLI, ``config.toml``: ``url = URL`` and ``bearer_token_env_var = "AWF_GATEWAY_TOKEN"``.
 
 With the token from the file, the fake model calls ``Read`` of the marker file: the marker
 must reach the model, and the audit record of that call must name the token's name as its
@@ -22,7 +24,6 @@ from __future__ import annotations
 import json
 import secrets
 import subprocess
-import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +49,7 @@ from tests.e2e.test_http import start_http, stop
 pytestmark = [pytest.mark.agents, pytest.mark.slow, pytest.mark.timeout(600)]
 
 TOKEN_NAME = "team-ci"
-CODEX_TOKEN_VARIABLE = "AWF_GATEWAY_TOKEN"
+TOKEN_VARIABLE = "AWF_GATEWAY_TOKEN"
 
 
 @dataclass
@@ -92,52 +93,10 @@ def gateway(tmp_path: Path, workspace: Workspace) -> Iterator[Gateway]:
             stop(process)
 
 
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
-def claude_over_http(ws: Workspace, env: dict[str, str], url: str, token: str) -> None:
-    path = ws.project / ".mcp.json"
-    config = json.loads(path.read_text(encoding="utf-8"))
-    config["mcpServers"]["awf"] = {"type": "http", "url": url, "headers": bearer(token)}
-    path.write_text(json.dumps(config, indent=2), encoding="utf-8")
-
-
-def gemini_over_http(ws: Workspace, env: dict[str, str], url: str, token: str) -> None:
-    path = ws.project / ".gemini" / "settings.json"
-    settings = json.loads(path.read_text(encoding="utf-8"))
-    stdio = settings["mcpServers"]["awf"]
-    settings["mcpServers"]["awf"] = {
-        "httpUrl": url,
-        "headers": bearer(token),
-        "timeout": stdio["timeout"],
-        "trust": stdio["trust"],
-    }
-    path.write_text(json.dumps(settings, indent=2), encoding="utf-8")
-
-
-def codex_over_http(ws: Workspace, env: dict[str, str], url: str, token: str) -> None:
-    path = Path(env["CODEX_HOME"]) / "config.toml"
-    lines = path.read_text(encoding="utf-8").splitlines()
-    start = lines.index("[mcp_servers.awf]")
-    for index in range(start + 1, len(lines)):
-        if lines[index].startswith("["):
-            break
-        if lines[index].startswith("command = "):
-            lines[index] = f"url = {json.dumps(url)}"
-        elif lines[index].startswith("args = "):
-            lines[index] = f'bearer_token_env_var = "{CODEX_TOKEN_VARIABLE}"'
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    entry = tomllib.loads(path.read_text(encoding="utf-8"))["mcp_servers"]["awf"]
-    assert entry["url"] == url and "command" not in entry and "args" not in entry, entry
-    env[CODEX_TOKEN_VARIABLE] = token
-
-
 @dataclass
 class Agent:
     binary: str
     setup: Callable[..., dict[str, str]]
-    over_http: Callable[[Workspace, dict[str, str], str, str], None]
     run: Callable[[Workspace, dict[str, str]], subprocess.CompletedProcess[str]]
     #: Refused by the gateway, the agent stops with the gateway's sentence (Codex: the server
     #: is ``required``) instead of carrying on without the awf tools (Claude Code, Gemini CLI).
@@ -145,20 +104,21 @@ class Agent:
 
 
 AGENTS = {
-    "claude-code": Agent("claude", setup_claude, claude_over_http, claude, refusal_stops_the_run=False),
-    "gemini-cli": Agent("gemini", setup_gemini, gemini_over_http, gemini, refusal_stops_the_run=False),
-    "codex-cli": Agent("codex", setup_codex, codex_over_http, codex, refusal_stops_the_run=True),
+    "claude-code": Agent("claude", setup_claude, claude, refusal_stops_the_run=False),
+    "gemini-cli": Agent("gemini", setup_gemini, gemini, refusal_stops_the_run=False),
+    "codex-cli": Agent("codex", setup_codex, codex, refusal_stops_the_run=True),
 }
 
 
 def read_the_marker(
     agent: Agent, gateway: Gateway, ws: Workspace, model: FakeModel, token: str
 ) -> subprocess.CompletedProcess[str]:
-    """Set AGENT up for the gateway with TOKEN (and --trust all) and have the model Read the marker."""
+    """Set AGENT up for the gateway, TOKEN in its variable, --trust all; the model Reads the marker."""
     agent_binary(agent.binary)
     model.scenario = Scenario(tool="Read", arguments={"path": "marker.txt"})
-    env = agent.setup(ws, model, "--trust", "all")
-    agent.over_http(ws, env, gateway.url, token)
+    remote = ("--url", gateway.url, "--token-env", TOKEN_VARIABLE)
+    env = agent.setup(ws, model, "--trust", "all", *remote, serve=())
+    env[TOKEN_VARIABLE] = token
     return agent.run(ws, env)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -670,3 +671,97 @@ def test_a_user_file_that_is_a_link_is_written_through_and_stays_a_link(dirs: tu
     data = json.loads((home / "dotfiles" / "claude.json").read_text())
     assert data["numStartups"] == 3 and data["mcpServers"]["awf"]["command"] == COMMAND[0]
     assert json.loads((home / ".claude.json.bak").read_text()) == {"numStartups": 3}
+
+
+# --------------------------------------------------------------------------- a team gateway (--url)
+
+GATEWAY = cc.Gateway("https://mcp.example.com/mcp", "AWF_GATEWAY_TOKEN")
+
+
+def test_remote_entries_name_the_variable_never_a_token(dirs: tuple[Path, Path]) -> None:
+    cwd, _ = dirs
+    write("claude", dirs, command=GATEWAY, trust="all")
+    write("gemini", dirs, command=GATEWAY, trust="all")
+    write("codex", dirs, command=GATEWAY, trust="all")
+    claude = json.loads((cwd / ".mcp.json").read_text())["mcpServers"]["awf"]
+    gemini = json.loads((cwd / ".gemini" / "settings.json").read_text())["mcpServers"]["awf"]
+    codex = tomllib.loads((cwd / ".codex" / "config.toml").read_text())["mcp_servers"]["awf"]
+    assert claude == {
+        "type": "http",
+        "url": GATEWAY.url,
+        "headers": {"Authorization": "Bearer ${AWF_GATEWAY_TOKEN}"},
+    }
+    assert gemini == {
+        "httpUrl": GATEWAY.url,
+        "headers": {"Authorization": "Bearer ${AWF_GATEWAY_TOKEN}"},
+        "timeout": cc.GEMINI_TIMEOUT_MS,
+        "trust": True,
+    }
+    assert codex == {
+        "url": GATEWAY.url,
+        "bearer_token_env_var": "AWF_GATEWAY_TOKEN",
+        "required": True,
+        "default_tools_approval_mode": "approve",
+    }
+    assert json.loads((cwd / ".claude" / "settings.json").read_text())["permissions"]["allow"] == ["mcp__awf"]
+
+
+def test_a_local_entry_turned_remote_and_back_keeps_only_one_way_and_the_users_keys(
+    dirs: tuple[Path, Path],
+) -> None:
+    cwd, _ = dirs
+    write("claude", dirs)
+    path = cwd / ".mcp.json"
+    data = json.loads(path.read_text())
+    data["mcpServers"]["awf"]["description"] = "the team's"
+    path.write_text(json.dumps(data))
+    write("claude", dirs, command=GATEWAY)
+    remote = json.loads(path.read_text())["mcpServers"]["awf"]
+    assert "command" not in remote and "args" not in remote and remote["url"] == GATEWAY.url
+    assert remote["description"] == "the team's"
+    write("claude", dirs, command=cc.Gateway(GATEWAY.url))  # signing in: no header any more
+    assert "headers" not in json.loads(path.read_text())["mcpServers"]["awf"]
+    write("claude", dirs)
+    local = json.loads(path.read_text())["mcpServers"]["awf"]
+    assert local["command"] == COMMAND[0] and "url" not in local and local["description"] == "the team's"
+
+
+@pytest.mark.parametrize(
+    ("url", "variable", "needle"),
+    [
+        ("http://10.0.0.5/mcp", None, "in clear over the network: use https"),
+        ("ftp://gateway/mcp", None, "is not an http(s) URL"),
+        ("https:///mcp", None, "is not an http(s) URL"),
+        ("https://gateway/mcp", "1TOKEN", "is not an environment variable's name"),
+        ("https://gateway/mcp", "TOKEN; rm -rf ~", "is not an environment variable's name"),
+        (None, "TOKEN", "give the gateway's --url too"),
+    ],
+)
+def test_unusable_gateways_are_refused(url: str | None, variable: str | None, needle: str) -> None:
+    with pytest.raises(UserError, match=re.escape(needle)):
+        cc.parse_gateway(url, variable)
+
+
+def test_plain_http_is_allowed_to_loopback_only() -> None:
+    for url in ("http://127.0.0.1:8080/mcp", "http://localhost/mcp", "http://[::1]:9/mcp"):
+        assert cc.parse_gateway(url, "T").url == url
+
+
+def test_cli_remote_entry_printed_written_and_refused_where_unknown(dirs: tuple[Path, Path]) -> None:
+    cwd, home = dirs
+    args = ("--url", GATEWAY.url, "--token-env", "AWF_GATEWAY_TOKEN")
+    printed = run_config("codex", *args, cwd=cwd, home=home)
+    assert printed.returncode == 0, printed.stderr
+    assert 'bearer_token_env_var = "AWF_GATEWAY_TOKEN"' in printed.stdout
+    assert f"awf-mcp config codex --write --url {GATEWAY.url} --token-env AWF_GATEWAY_TOKEN" in printed.stdout
+    assert list(cwd.iterdir()) == []
+    written = run_config("claude", "--write", *args, cwd=cwd, home=home)
+    assert written.returncode == 0, written.stderr
+    assert json.loads((cwd / ".mcp.json").read_text())["mcpServers"]["awf"]["url"] == GATEWAY.url
+    for refused, needle in [
+        (("cursor", *args), "cannot write a remote entry for Cursor"),
+        (("claude", *args, "--root", str(cwd)), "these options are for a server the client starts"),
+        (("claude", "--token-env", "T"), "give the gateway's --url too"),
+    ]:
+        done = run_config(*refused, cwd=cwd, home=home)
+        assert done.returncode != 0 and needle in done.stderr and "Traceback" not in done.stderr, done.stderr
