@@ -174,6 +174,14 @@ async def test_bash_children_get_the_users_environment_not_the_bundles(
     assert seen == ["LD_LIBRARY_PATH=/opt/users/own/lib"], text_of(result)
 
 
+def serving_with_own_tmpdir(home: dict[str, str], tmp_path: Path) -> tuple[Path, StdioServerParameters]:
+    """An empty ``$TMPDIR`` of the test's own, and the parameters that serve ``tmp_path`` with it."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**home, "TMPDIR": str(scratch)}
+    return scratch, StdioServerParameters(command=BINARY, args=["serve", "--root", str(tmp_path)], env=env)
+
+
 @pytest.mark.anyio
 async def test_a_start_unpacks_few_files_and_the_metadata_as_one_zip(
     home: dict[str, str], tmp_path: Path
@@ -185,10 +193,7 @@ async def test_a_start_unpacks_few_files_and_the_metadata_as_one_zip(
     unpacked, yet the binary still knows what it bundles and validates arguments with the
     drafts' metaschemas.
     """
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    env = {**home, "TMPDIR": str(scratch)}
-    params = StdioServerParameters(command=BINARY, args=["serve", "--root", str(tmp_path)], env=env)
+    scratch, params = serving_with_own_tmpdir(home, tmp_path)
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         refused = await session.call_tool("Grep", {"pattern": "x", "head_limit": -3})
@@ -207,10 +212,7 @@ async def test_a_start_unpacks_few_files_and_the_metadata_as_one_zip(
 @pytest.mark.anyio
 async def test_a_bash_call_does_not_unpack_the_bundle_again(home: dict[str, str], tmp_path: Path) -> None:
     """The keeper is the binary started again: it runs from the server's own unpacked bundle."""
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    env = {**home, "TMPDIR": str(scratch)}
-    params = StdioServerParameters(command=BINARY, args=["serve", "--root", str(tmp_path)], env=env)
+    _, params = serving_with_own_tmpdir(home, tmp_path)
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         result = await session.call_tool("Bash", {"command": 'ls -d "$TMPDIR"/*'})
