@@ -1,16 +1,20 @@
-"""What checking the caller's token adds to a call of ``serve --transport http``: none, static, JWT.
+"""What checking the caller's token adds to a call of ``serve --transport http``: none, static, JWT,
+an opaque token checked by introspection.
 
 Run alone: ``PYTHONPATH=. python bench/tokens.py [CALLS]``, or as ``bench/run.py --only tokens``.
 
 Two servers on loopback, started the same way but for their tokens: one with ``--no-token``,
 one with a static ``--token`` and ``--auth-issuer`` (the test authorization server of
 ``tests/upstreams/remote_upstream.py issuer``, whose JWKS is fetched once at start-up and then
-cached). One keep-alive HTTP client per token kind sends ``tools/call`` of ``Read`` (a one-line
+cached; opaque tokens go to its introspection endpoint, over loopback HTTP, at every request).
+One keep-alive HTTP client per token kind sends ``tools/call`` of ``Read`` (a one-line
 file) over a Streamable HTTP session, batches of :data:`BATCH` in turn (so all three see the
-same machine load). Printed: p50 and p99 of each kind, and the added latency of the static token
-and of the JWT (their percentile minus that of no token). The check alone is also timed in
-process (:class:`~awf_mcp.wire.httpauth.CallerVerifier`, the same objects the server uses),
-since the difference of two noisy end-to-end medians is coarser than the check itself.
+same machine load). Printed: p50 and p99 of each kind, and the added latency of the static
+token, the JWT and the opaque token (their percentile minus that of no token); the last is
+mostly the authorization server's own answer, which a real one gives over a network. The check
+alone is also timed in process (:class:`~awf_mcp.wire.httpauth.CallerVerifier`, the same
+objects the server uses), since the difference of two noisy end-to-end medians is coarser than
+the check itself.
 """
 
 from __future__ import annotations
@@ -93,6 +97,18 @@ class Session:
         if response.status_code != 200 or '"isError":true' in response.text:
             raise RuntimeError(f"the call failed: HTTP {response.status_code} {response.text[:200]}")
         return elapsed
+
+
+def introspected_token(issuer: str, audience: str) -> str:
+    """An opaque token the test authorization server answers for at its introspection endpoint."""
+    import urllib.parse
+    import urllib.request
+
+    query = urllib.parse.urlencode({"sub": "bench", "aud": audience, "scope": "tools"})
+    request = urllib.request.Request(f"{issuer}/opaque?{query}", method="POST")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        token: str = json.loads(response.read())["token"]
+    return token
 
 
 def in_process(issuer: str, audience: str, key: bytes, rounds: int) -> dict[str, float]:
@@ -181,10 +197,12 @@ def measure(calls: int, python: str = sys.executable, env: dict[str, str] | None
                 token = jwt.encode(
                     claims, (work / "key.pem").read_bytes(), "RS256", headers={"kid": "test-key"}
                 )
+                opaque = introspected_token(issuer, audience)
                 sessions = {
                     "no token": Session(open_url, None),
                     "static token": Session(guarded_url, STATIC),
                     "JWT": Session(guarded_url, token),
+                    "opaque token": Session(guarded_url, opaque),
                 }
                 samples: dict[str, list[float]] = {kind: [] for kind in sessions}
                 for session in sessions.values():  # warm: imports, the first validation
@@ -202,7 +220,7 @@ def measure(calls: int, python: str = sys.executable, env: dict[str, str] | None
     for kind, values in samples.items():
         figures[f"{kind} p50 ms"] = percentile(values, 0.5) * 1000
         figures[f"{kind} p99 ms"] = percentile(values, 0.99) * 1000
-    for kind in ("static token", "JWT"):
+    for kind in ("static token", "JWT", "opaque token"):
         for point in ("p50", "p99"):
             figures[f"{kind} adds {point} ms"] = (
                 figures[f"{kind} {point} ms"] - figures[f"no token {point} ms"]
@@ -227,9 +245,9 @@ def main() -> None:
     figures = measure(calls)
     print(json.dumps({name: round(value, 3) for name, value in figures.items()}, indent=2))
     print(f"{'':14}{'p50 ms':>10}{'p99 ms':>10}")
-    for kind in ("no token", "static token", "JWT"):
+    for kind in ("no token", "static token", "JWT", "opaque token"):
         print(f"{kind:14}{figures[f'{kind} p50 ms']:10.3f}{figures[f'{kind} p99 ms']:10.3f}")
-    for kind in ("static token", "JWT"):
+    for kind in ("static token", "JWT", "opaque token"):
         p50, p99 = figures[f"{kind} adds p50 ms"], figures[f"{kind} adds p99 ms"]
         print(f"{kind} adds: p50 {p50:+.3f} ms, p99 {p99:+.3f} ms")
     alone = ", ".join(

@@ -284,7 +284,9 @@ def serve_issuer() -> None:
 
 
 def listen() -> socket.socket:
-    sock = socket.socket()
+    # IPPROTO_TCP, so that asyncio sets TCP_NODELAY on each connection: without it a response's
+    # body waits about 40 ms for the client's delayed ACK of its headers (awf_mcp.wire.http.listen).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     return sock
