@@ -115,6 +115,7 @@ def trust_command(
             raise UserError(f"not approved: {path} stays ignored")
     trust.approve(path, raw)
     print(f"approved {path}; a change to it will need approving again")
+    print("an awf-mcp serve already running reads it at its next start: restart the agent's MCP server")
 
 
 def approve_at_users_command(path: Path) -> None:
