@@ -116,6 +116,8 @@ async def test_a_handshake_era_agent_signs_in_by_url_and_the_tools_appear_throug
         result = await session.call_tool("remote_sign_in", {})
         assert not result.is_error, text_of(result)
         assert "signed in to server 'remote': its 2 tools (remote_*) are now served" in text_of(result)
+        relayed = "The server's instructions for its tools:\n\nCall echo to hear a message back;"
+        assert relayed in text_of(result), text_of(result)  # remote_upstream.INSTRUCTIONS
         with anyio.fail_after(10):
             await notified.tools_changed.wait()
         assert await names(session) == {"remote_echo", "remote_whoami"}

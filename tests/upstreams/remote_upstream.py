@@ -17,7 +17,7 @@ Each listens on 127.0.0.1, port 0, and prints ``port <N>`` on stdout once listen
 ``REMOTE_UPSTREAM_TLS_CERT`` and ``REMOTE_UPSTREAM_TLS_KEY`` (PEM files) set, it speaks HTTPS.
 
 Tools: ``echo`` answers ``echo: <message>``; ``whoami`` answers the client ID its token
-was issued to (``anonymous`` without auth).
+was issued to (``anonymous`` without auth). Its instructions are :data:`INSTRUCTIONS`.
 
 ``python remote_upstream.py issuer KEY_PEM [NAME=GROUP,GROUP ...]`` serves only an authorization
 server (no MCP): the same routes and approving provider, whose access tokens are JWTs signed
@@ -283,6 +283,9 @@ def serve_issuer() -> None:
     anyio.run(uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on")).serve, [sock])
 
 
+INSTRUCTIONS = "Call echo to hear a message back; whoami names the client the sign-in was for."
+
+
 def listen() -> socket.socket:
     # IPPROTO_TCP, so that asyncio sets TCP_NODELAY on each connection: without it a response's
     # body waits about 40 ms for the client's delayed ACK of its headers (awf_mcp.wire.http.listen).
@@ -409,7 +412,9 @@ def main() -> None:
     mode = sys.argv[1]
     sock = listen()
     port = sock.getsockname()[1]
-    server: Server[Any] = Server("remote", on_list_tools=list_tools, on_call_tool=call_tool)
+    server: Server[Any] = Server(
+        "remote", instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool
+    )
     app: Any
     if mode == "sse":
         app = sse_app(server)

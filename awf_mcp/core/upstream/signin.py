@@ -15,7 +15,8 @@ elicitation (``elicitation.url``: Claude Code and Codex do) and a :data:`SignIn`
 * on ``accept`` the call waits (at most :data:`CALL_WAIT_SECONDS`) for the redirect; once signed in,
   the server is started as at start-up, its tools (and prompts and resources) replace the sign-in
   tool, and every :meth:`watch_tools` callback is awaited (the registry re-merges and the agent gets
-  ``notifications/tools/list_changed``) before the call answers;
+  ``notifications/tools/list_changed``) before the call answers, with the server's
+  ``instructions`` in its text (they came after the session's own, which cannot change);
 * once the redirect brought the tokens, each client that was asked (the latest
   :data:`TOLD_LIMIT` calls) is sent ``notifications/elicitation/complete`` with the question's
   ``elicitationId`` (:class:`~awf_mcp.ports.ElicitationCompletion`: on 2025-11-25; the stateless
@@ -148,6 +149,7 @@ class AgentSignIn:
 
     spec: ServerSpec
     offer: ClientOffer
+    instructions: str | None
     _tools: list[ToolDefinition]
     _watchers: list[Callable[[], Awaitable[object]]]
     _offering_watchers: list[Callable[[str], Awaitable[object]]]
@@ -300,10 +302,13 @@ class AgentSignIn:
         failure = await self._serve_signed_in(attempt)
         if failure:
             return ToolResult.error(f"not signed in to server '{name}': {failure}; {again}")
-        return ToolResult.text(
+        said = (
             f"signed in to server '{name}': its {len(self._tools)} tools ({name}_*) are now served; "
             "the tool list has changed"
         )
+        if self.instructions:  # given at its start, after this session's own instructions
+            said += f"\n\nThe server's instructions for its tools:\n\n{self.instructions.strip()}"
+        return ToolResult.text(said)
 
     def stop_sign_in(self) -> None:
         """End a sign-in under way (the provider closes)."""
