@@ -10,6 +10,10 @@ nothing below branches on a client's name. This module turns a profile into:
   written when any file cannot be parsed; the project scope's files are the project's
   (:func:`project_of`), so one that is a symbolic link is refused, while a user-scope
   link is written through (:func:`awf_mcp.ops.editors.writable_target`);
+* ``--url URL [--token-env VAR]`` (:func:`parse_gateway`): the entry names a remote awf-mcp,
+  a :class:`Gateway`, instead of a command, in the shape of the profile's
+  :class:`~awf_mcp.ops.clientprofiles.RemoteShape`; an entry turned from one to the other
+  keeps no key of the way it no longer uses (:data:`~awf_mcp.ops.clientprofiles.TRANSPORT_KEYS`);
 * ``--replace-native`` / ``--restore-native`` (:mod:`awf_mcp.ops.nativetools`);
 * ``awf-mcp config --list`` (:func:`list_clients`): every client with the file it would write;
 * the one reader of the files as they are, for ``awf-mcp doctor`` and ``servers import``:
