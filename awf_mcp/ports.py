@@ -580,6 +580,12 @@ class Caller:
             return frozenset(item for item in value if isinstance(item, str))
         return frozenset()
 
+    @property
+    def identity(self) -> tuple[str, str | None, str | None, str | None]:
+        """Who the caller is, whatever client or connection it calls through: the kind, the
+        issuer and subject of an access token, the name of a static token."""
+        return (self.kind, self.issuer, self.subject, self.token_name)
+
     def fields(self) -> dict[str, Any]:
         """The caller as the audit log records it: ``kind`` and whatever else is known."""
         fields: dict[str, Any] = {"kind": self.kind}
@@ -620,9 +626,10 @@ class CallContext:
     means the configured roots; the sandbox sets ``refused_outside_roots`` when it
     refuses a path for lying outside them. ``channel`` reaches the agent's client.
     ``session`` names the client session the call came from (stdio: its one client;
-    HTTP: its ``mcp-session-id``; ``None``: no session, as for ``awf-mcp tools call``):
-    what a tool keeps between calls (background jobs) belongs to one session.
-    ``caller`` says who made the call (:class:`Caller`).
+    HTTP: its ``mcp-session-id``; ``None``: no session, as for ``awf-mcp tools call`` and
+    the stateless revision). ``caller`` says who made the call (:class:`Caller`). What a tool
+    keeps between calls (background jobs) belongs to :attr:`owner`: the session and the caller
+    together, so that calls without a session keep one caller's things from every other.
     """
 
     tool_name: str
@@ -635,6 +642,11 @@ class CallContext:
     channel: ClientChannel = NO_CLIENT
     session: Hashable | None = None
     caller: Caller = LOCAL_CALLER
+
+    @property
+    def owner(self) -> Hashable:
+        """Whose the things a tool keeps between calls are: this session's and this caller's."""
+        return (self.session, self.caller.identity)
 
 
 _current_call: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar(

@@ -4,9 +4,10 @@ Contract
 --------
 * ``Bash`` with ``run_in_background`` starts the command as a job and returns at once
   with its id (``bash_1``, ``bash_2``, ... never reused). A job belongs to the client
-  session that started it (:attr:`~awf_mcp.ports.CallContext.session`): only that session
-  sees it, reads it and kills it; to any other it does not exist. At most :data:`MAX_JOBS`
-  jobs of one session, and :data:`MAX_RUNNING` of all sessions, run at once; a finished
+  session and the caller that started it (:attr:`~awf_mcp.ports.CallContext.owner`; the
+  stateless revision has no session, so there the caller alone): only they see it, read it
+  and kill it; to anyone else it does not exist. At most :data:`MAX_JOBS`
+  jobs of one owner, and :data:`MAX_RUNNING` of all, run at once; a finished
   job stays listed (its output readable) until :data:`MAX_KEPT` newer ones push it out,
   and its output files go with it.
 * The job runs like a foreground command: ``/bin/bash -c`` in a confined ``cwd``, stdin
@@ -43,10 +44,10 @@ from awf_mcp.ops import children
 from awf_mcp.ports import ToolError, ToolResult
 
 MAX_JOBS = 8
-"""Background jobs of one session running at once."""
+"""Background jobs of one owner (a session and its caller) running at once."""
 
 MAX_RUNNING = 32
-"""Background jobs of all sessions running at once."""
+"""Background jobs of all owners running at once."""
 
 MAX_KEPT = 32
 """Jobs remembered (running or finished); the oldest finished ones are forgotten first."""
@@ -76,7 +77,7 @@ class Job:
     process: subprocess.Popen[bytes]
     stdout: StreamLog
     stderr: StreamLog
-    session: Hashable | None = None
+    owner: Hashable | None = None
     started: float = field(default_factory=time.monotonic)
     readers: list[threading.Thread] = field(default_factory=list)
     killed: bool = False
@@ -109,21 +110,21 @@ class JobTable:
         self._counter = 0
         self._lock = threading.Lock()
 
-    def start(self, shell: str, command: str, cwd_fd: int, session: Hashable | None = None) -> ToolResult:
-        """Start ``command`` in ``cwd_fd`` (closed here) as a job of ``session``; the result names it.
+    def start(self, shell: str, command: str, cwd_fd: int, owner: Hashable | None = None) -> ToolResult:
+        """Start ``command`` in ``cwd_fd`` (closed here) as a job of ``owner``; the result names it.
 
         Call it from the event loop's thread: a keeper's death signal follows the thread that
         started it, and worker threads come and go.
         """
         try:
-            return self._start(shell, command, cwd_fd, session)
+            return self._start(shell, command, cwd_fd, owner)
         finally:
             os.close(cwd_fd)
 
-    def _start(self, shell: str, command: str, cwd_fd: int, session: Hashable | None) -> ToolResult:
+    def _start(self, shell: str, command: str, cwd_fd: int, owner: Hashable | None) -> ToolResult:
         with self._lock:
             running = [job for job in self._jobs.values() if job.running]
-            own = [job.id for job in running if job.session == session]
+            own = [job.id for job in running if job.owner == owner]
             if len(own) >= MAX_JOBS:
                 raise ToolError(
                     f"{MAX_JOBS} background jobs are running already ({', '.join(own)}): "
@@ -131,7 +132,7 @@ class JobTable:
                 )
             if len(running) >= MAX_RUNNING:
                 raise ToolError(
-                    f"{MAX_RUNNING} background jobs of all sessions are running already"
+                    f"{MAX_RUNNING} background jobs are running already"
                     + (f" ({', '.join(own)} of this one)" if own else "")
                     + ": stop one with KillShell first, or wait"
                 )
@@ -147,7 +148,7 @@ class JobTable:
                 log.close()
                 self.outputs.remove(log)
             raise ToolError(f"cannot start the shell: {exc.strerror or exc}") from exc
-        job = Job(job_id, command, process, stdout, stderr, session)
+        job = Job(job_id, command, process, stdout, stderr, owner)
         for pipe, log in ((process.stdout, stdout), (process.stderr, stderr)):
             reader = threading.Thread(target=_pump, args=(pipe, log), name=f"awf-mcp {job_id}", daemon=True)
             reader.start()
@@ -169,19 +170,19 @@ class JobTable:
             self.outputs.remove(job.stdout)
             self.outputs.remove(job.stderr)
 
-    def _job(self, job_id: object, session: Hashable | None) -> Job:
-        """The job ``job_id`` of ``session``: another session's job is no job of this one."""
+    def _job(self, job_id: object, owner: Hashable | None) -> Job:
+        """The job ``job_id`` of ``owner``: another owner's job is no job of this one."""
         with self._lock:
             job = self._jobs.get(job_id) if isinstance(job_id, str) else None
-            if job is None or job.session != session:
-                own = [j for j in self._jobs.values() if j.session == session]
+            if job is None or job.owner != owner:
+                own = [j for j in self._jobs.values() if j.owner == owner]
                 known = ", ".join(f"{j.id} ({j.state()})" for j in own) or "none"
                 raise ToolError(f"no background job {job_id!r}; the jobs are: {known}")
             return job
 
-    def output(self, job_id: object, session: Hashable | None = None) -> ToolResult:
-        """New output of job ``job_id`` of ``session`` since the last call, within the budget; its state."""
-        job = self._job(job_id, session)
+    def output(self, job_id: object, owner: Hashable | None = None) -> ToolResult:
+        """New output of job ``job_id`` of ``owner`` since the last call, within the budget; its state."""
+        job = self._job(job_id, owner)
         running = job.running  # decided before reading, so a final read sees everything
         parts = [f"job {job.id}: {job.state()}"]
         streams = (("stdout", job.stdout), ("stderr", job.stderr))
@@ -210,9 +211,9 @@ class JobTable:
         failed = not running and (job.killed or code not in (0, None))
         return ToolResult(content=ToolResult.text("\n".join(parts)).content, is_error=failed)
 
-    def kill(self, job_id: object, session: Hashable | None = None) -> ToolResult:
-        """Kill the whole process group of job ``job_id`` of ``session``."""
-        job = self._job(job_id, session)
+    def kill(self, job_id: object, owner: Hashable | None = None) -> ToolResult:
+        """Kill the whole process group of job ``job_id`` of ``owner``."""
+        job = self._job(job_id, owner)
         if job.process.poll() is not None and not group_alive(job.process.pid):
             return ToolResult.text(f"job {job.id} had already ended: {job.state()}")
         job.killed = True

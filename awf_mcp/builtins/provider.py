@@ -76,13 +76,12 @@ class BuiltinTools:
         if name == "Bash":
             if arguments.get("run_in_background") is True:
                 command, cwd = self._shell.checked(self.sandbox, arguments)
-                return self._jobs.start(
-                    shell_path(), command, self.sandbox.open_dir(cwd), current_call().session
-                )
+                owner = current_call().owner
+                return self._jobs.start(shell_path(), command, self.sandbox.open_dir(cwd), owner)
             return await self._shell.run(self.sandbox, arguments)
         if name in ("BashOutput", "KillShell"):
             job_call = self._jobs.output if name == "BashOutput" else self._jobs.kill
-            return await anyio.to_thread.run_sync(job_call, arguments.get("job_id"), current_call().session)
+            return await anyio.to_thread.run_sync(job_call, arguments.get("job_id"), current_call().owner)
         tool = file_tool(name)
         if tool is None:
             raise ToolError(f"unknown built-in tool {name!r}")
