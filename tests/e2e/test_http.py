@@ -10,7 +10,8 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,25 @@ def start_http(
     return url, process
 
 
+@asynccontextmanager
+async def http_session(
+    url: str, token: str = TOKEN, *, stateless: bool = False
+) -> AsyncIterator[ClientSession]:
+    """The SDK's client with ``token``: a Streamable HTTP session, or with ``stateless`` the
+    stateless revision (``server/discover``, no session)."""
+    client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    async with (
+        client,
+        streamable_http_client(url, http_client=client) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        if stateless:
+            await session.discover()
+        else:
+            await session.initialize()
+        yield session
+
+
 def stop(process: subprocess.Popen[bytes]) -> str:
     """End the server (SIGTERM, then SIGKILL); what it wrote on stderr since its listening line."""
     if process.poll() is None:
@@ -82,13 +102,7 @@ async def test_an_http_session_lists_and_calls_tools(
 ) -> None:
     url, _ = http_server
     (root / "note.txt").write_text("over http\n")
-    client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
-    async with (
-        client,
-        streamable_http_client(url, http_client=client) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
+    async with http_session(url) as session:
         names = {tool.name for tool in (await session.list_tools()).tools}
         assert {"Read", "Bash", "Grep"} <= names
         result = await session.call_tool("Read", {"path": "note.txt"})

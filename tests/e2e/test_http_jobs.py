@@ -11,36 +11,19 @@ from __future__ import annotations
 import secrets
 import subprocess
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
-import httpx2
 import pytest
-from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 from tests.e2e.test_http import (
-    TOKEN,
     http_server,  # noqa: F401  (the fixture)
+    http_session,
     start_http,
     stop,
 )
 from tests.helpers.harness import marked_pids, text_of, wait_until
 
 pytestmark = pytest.mark.e2e
-
-
-@asynccontextmanager
-async def http_session(url: str) -> AsyncIterator[ClientSession]:
-    client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
-    async with (
-        client,
-        streamable_http_client(url, http_client=client) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        yield session
 
 
 @pytest.mark.anyio
@@ -71,19 +54,6 @@ async def test_one_session_cannot_read_or_kill_another_sessions_job(
         assert wait_until(lambda: not marked_pids(marker), 10)
 
 
-@asynccontextmanager
-async def stateless_client(url: str, token: str) -> AsyncIterator[ClientSession]:
-    """The SDK's client on the stateless revision (``server/discover``, no session), with ``token``."""
-    client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
-    async with (
-        client,
-        streamable_http_client(url, http_client=client) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.discover()
-        yield session
-
-
 @pytest.mark.anyio
 async def test_without_a_session_a_callers_jobs_are_that_callers_alone(tmp_path: Path) -> None:
     """The stateless revision has no session: a job belongs to the caller (here a named token),
@@ -95,7 +65,10 @@ async def test_without_a_session_a_callers_jobs_are_that_callers_alone(tmp_path:
     url, process = start_http("--token-file", str(tokens), "--root", str(tmp_path))
     marker = f"awf-stateless-job-{uuid.uuid4().hex}"
     try:
-        async with stateless_client(url, alice_token) as alice, stateless_client(url, bob_token) as bob:
+        async with (
+            http_session(url, alice_token, stateless=True) as alice,
+            http_session(url, bob_token, stateless=True) as bob,
+        ):
             started = await alice.call_tool(
                 "Bash", {"command": f"exec -a {marker} sleep 300", "run_in_background": True}
             )
@@ -103,15 +76,14 @@ async def test_without_a_session_a_callers_jobs_are_that_callers_alone(tmp_path:
             assert wait_until(lambda: len(marked_pids(marker)) == 1, 10)
             for tool in ("BashOutput", "KillShell"):
                 refused = await bob.call_tool(tool, {"job_id": "bash_1"})
-                assert refused.is_error and "no background job 'bash_1'; the jobs are: none" in text_of(
-                    refused
-                )
+                assert refused.is_error, text_of(refused)
+                assert "no background job 'bash_1'; the jobs are: none" in text_of(refused)
             assert len(marked_pids(marker)) == 1
-        async with stateless_client(url, alice_token) as alice_again:  # another connection, the same caller
+        # Another connection of the same caller finds the job.
+        async with http_session(url, alice_token, stateless=True) as alice_again:
             running = await alice_again.call_tool("BashOutput", {"job_id": "bash_1"})
-            assert not running.is_error and text_of(running).startswith("job bash_1: running"), text_of(
-                running
-            )
+            assert not running.is_error, text_of(running)
+            assert text_of(running).startswith("job bash_1: running"), text_of(running)
             killed = await alice_again.call_tool("KillShell", {"job_id": "bash_1"})
             assert "killed" in text_of(killed)
         assert wait_until(lambda: not marked_pids(marker), 10)
