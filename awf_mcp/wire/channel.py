@@ -41,7 +41,7 @@ import contextlib
 import hashlib
 import json
 from collections.abc import Hashable, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 import anyio
 import mcp_types as types
@@ -115,6 +115,23 @@ def caller(ctx: ServerRequestContext[Any]) -> Caller:
     from awf_mcp.wire.httpauth import caller_of  # HTTP only: stdio never loads the token checks
 
     return caller_of(ctx.request)
+
+
+class CallOrigin(TypedDict):
+    """Where a request comes from, as the invoker and the catalog take it (:func:`call_origin`)."""
+
+    client_name: str | None
+    channel: ClientChannel
+    session: Hashable | None
+    caller: Caller
+
+
+def call_origin(ctx: ServerRequestContext[Any], channel: ClientChannel) -> CallOrigin:
+    """The client, channel, session and caller of the request ``ctx``, for ``invoker.call`` and
+    the catalog's prompts and reads alike."""
+    return CallOrigin(
+        client_name=client_name(ctx), channel=channel, session=session_key(ctx), caller=caller(ctx)
+    )
 
 
 def session_key(ctx: ServerRequestContext[Any]) -> Hashable | None:

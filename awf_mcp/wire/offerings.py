@@ -50,7 +50,7 @@ from awf_mcp.core.catalog import MAX_CLIENT_SUBSCRIPTIONS, Catalog, UnknownResou
 from awf_mcp.errors import UnknownToolError, describe_exception
 from awf_mcp.ports import LOG_LEVELS, InputRequired, visible_text
 from awf_mcp.wire.changes import LISTED_BY_LIMIT, ListedBy, ListenStreams
-from awf_mcp.wire.channel import ClientChannel, caller, client_name, session_key
+from awf_mcp.wire.channel import ClientChannel, call_origin, session_key
 from awf_mcp.wire.mapping import (
     prompt_result_to_mcp,
     prompt_to_mcp,
@@ -142,10 +142,7 @@ class OfferingHandlers:
             result = await self.catalog.get_prompt(
                 params.name,
                 params.arguments or {},
-                client_name=client_name(ctx),
-                channel=channel,
-                session=session_key(ctx),
-                caller=caller(ctx),
+                **call_origin(ctx, channel),
             )
         except InputRequired as question:
             return channel.input_required(question)
@@ -180,10 +177,7 @@ class OfferingHandlers:
         try:
             result = await self.catalog.read_resource(
                 params.uri,
-                client_name=client_name(ctx),
-                channel=channel,
-                session=session_key(ctx),
-                caller=caller(ctx),
+                **call_origin(ctx, channel),
             )
         except InputRequired as question:
             return channel.input_required(question)

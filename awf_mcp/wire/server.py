@@ -67,7 +67,7 @@ from awf_mcp.core.catalog import Catalog
 from awf_mcp.errors import UnknownToolError, describe_exception
 from awf_mcp.ports import InputRequired, ToolResult, visible_text
 from awf_mcp.wire.changes import ListedBy, ListenStreams
-from awf_mcp.wire.channel import ClientChannel, caller, client_name, session_key
+from awf_mcp.wire.channel import ClientChannel, call_origin, session_key
 from awf_mcp.wire.framing import Frame, Oversized, StdioWire
 from awf_mcp.wire.mapping import result_to_mcp, tool_to_mcp
 from awf_mcp.wire.offerings import OfferingHandlers
@@ -218,10 +218,7 @@ class McpServer:
                 params.name,
                 params.arguments,
                 progress=progress,
-                client_name=client_name(ctx),
-                channel=channel,
-                session=session_key(ctx),
-                caller=caller(ctx),
+                **call_origin(ctx, channel),
             )
         except InputRequired as question:
             return channel.input_required(question)

@@ -20,7 +20,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.helpers.harness import server_command, server_env
+from tests.helpers.harness import end_process, server_command, server_env
 
 pytestmark = pytest.mark.e2e
 TOKEN = "test-token-123"
@@ -76,13 +76,7 @@ async def http_session(
 
 def stop(process: subprocess.Popen[bytes]) -> str:
     """End the server (SIGTERM, then SIGKILL); what it wrote on stderr since its listening line."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    end_process(process, grace=5)
     assert process.stderr is not None
     rest = process.stderr.read().decode(errors="replace")
     process.stderr.close()

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.helpers.harness import server_command, server_env
+from tests.helpers.harness import end_process, server_command, server_env
 
 REPO = Path(__file__).resolve().parents[2]
 HAPROXY_CONFIG = REPO / "docs" / "haproxy.cfg"
@@ -66,13 +66,7 @@ class Replica:
 
 def stop(process: subprocess.Popen[bytes]) -> None:
     """SIGTERM, then SIGKILL after 10 s; returns once the process has ended."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    end_process(process, grace=10)
 
 
 def wait_for(condition: Any, timeout: float, what: str) -> None:

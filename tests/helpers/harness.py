@@ -373,6 +373,17 @@ def proc_status_kib(pid: int, field: str = "VmRSS") -> int:
     raise AssertionError(f"no {field} in /proc/{pid}/status")
 
 
+def end_process(process: subprocess.Popen[bytes], grace: float) -> None:
+    """SIGTERM, then SIGKILL after ``grace`` seconds; returns once ``process`` has ended."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def wait_until(condition: Callable[[], bool], timeout: float = 10.0, interval: float = 0.02) -> bool:
     """Poll ``condition`` until it holds (True) or ``timeout`` seconds pass (False)."""
     deadline = time.monotonic() + timeout
