@@ -41,6 +41,7 @@ from awf_mcp.builtins.limits import BASH_KILL_GRACE
 from awf_mcp.builtins.outputs import OutputDir, StreamLog, fair_shares
 from awf_mcp.builtins.shell import group_alive, signal_group
 from awf_mcp.ops import children
+from awf_mcp.ops.containment.plan import Confinement as Confining
 from awf_mcp.ports import ToolError, ToolResult
 
 MAX_JOBS = 8
@@ -110,18 +111,28 @@ class JobTable:
         self._counter = 0
         self._lock = threading.Lock()
 
-    def start(self, shell: str, command: str, cwd_fd: int, owner: Hashable | None = None) -> ToolResult:
-        """Start ``command`` in ``cwd_fd`` (closed here) as a job of ``owner``; the result names it.
+    def start(
+        self,
+        shell: str,
+        command: str,
+        cwd_fd: int,
+        owner: Hashable | None = None,
+        confinement: Confining | None = None,
+    ) -> ToolResult:
+        """Start ``command`` in ``cwd_fd`` (closed here) as a job of ``owner``, contained by
+        ``confinement`` (:func:`~awf_mcp.builtins.shell.contained`); the result names it.
 
         Call it from the event loop's thread: a keeper's death signal follows the thread that
         started it, and worker threads come and go.
         """
         try:
-            return self._start(shell, command, cwd_fd, owner)
+            return self._start(shell, command, cwd_fd, owner, confinement)
         finally:
             os.close(cwd_fd)
 
-    def _start(self, shell: str, command: str, cwd_fd: int, owner: Hashable | None) -> ToolResult:
+    def _start(
+        self, shell: str, command: str, cwd_fd: int, owner: Hashable | None, confinement: Confining | None
+    ) -> ToolResult:
         with self._lock:
             running = [job for job in self._jobs.values() if job.running]
             own = [job.id for job in running if job.owner == owner]
@@ -140,7 +151,9 @@ class JobTable:
             job_id = f"bash_{self._counter}"
         stdout = self.outputs.new_log(f"{job_id}.stdout", 64 * 1024)
         stderr = self.outputs.new_log(f"{job_id}.stderr", 64 * 1024)
-        keeper, env = children.kept_command([shell, "-c", command], self.spawn_env(), cwd_fd=cwd_fd)
+        keeper, env = children.kept_command(
+            [shell, "-c", command], self.spawn_env(), cwd_fd=cwd_fd, confinement=confinement
+        )
         try:
             process = subprocess.Popen(keeper, **children.spawn_options(env, cwd_fd))
         except OSError as exc:

@@ -29,7 +29,7 @@ from awf_mcp.builtins.definitions import DEFINITIONS
 from awf_mcp.builtins.jobs import JobTable
 from awf_mcp.builtins.outputs import OutputDir
 from awf_mcp.builtins.sandbox import Sandbox
-from awf_mcp.builtins.shell import ShellRunner, shell_path
+from awf_mcp.builtins.shell import ShellRunner, contained, shell_path
 from awf_mcp.concurrency import in_worker_thread
 from awf_mcp.ops.childenv import child_environment
 from awf_mcp.ports import ToolDefinition, ToolError, ToolResult, current_call
@@ -77,7 +77,8 @@ class BuiltinTools:
             if arguments.get("run_in_background") is True:
                 command, cwd = self._shell.checked(self.sandbox, arguments)
                 owner = current_call().owner
-                return self._jobs.start(shell_path(), command, self.sandbox.open_dir(cwd), owner)
+                confinement = contained(self.sandbox)
+                return self._jobs.start(shell_path(), command, self.sandbox.open_dir(cwd), owner, confinement)
             return await self._shell.run(self.sandbox, arguments)
         if name in ("BashOutput", "KillShell"):
             job_call = self._jobs.output if name == "BashOutput" else self._jobs.kill

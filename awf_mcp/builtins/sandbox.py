@@ -52,9 +52,10 @@ sends the path the way above, which words the refusal.
 
 What it does not cover
 ----------------------
-* **Bash.** Its ``cwd`` is confined, but the command it runs is not: a process
-  started by Bash can reach anything the user running the server can. Confine
-  the server itself (container, user, seccomp) when that matters.
+* **Bash.** Its ``cwd`` is confined here; the command it runs is contained by the
+  kernel under the same policy (:mod:`awf_mcp.ops.containment`): the deny list this
+  module's path policy applies, and the read-only paths :meth:`Sandbox.check_writable`
+  refuses, are the ones Bash and the upstreams get.
 * **The roots themselves** are trusted: whoever can replace a root directory by
   a symbolic link has already escaped.
 * **Remaining races.** A name checked by :meth:`Sandbox.resolve` and opened
@@ -76,6 +77,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from awf_mcp.ops.containment.policy import write_protected
 from awf_mcp.ports import ToolError, current_call, visible_text
 
 MAX_PATH_CHARS = 4096
@@ -186,7 +188,11 @@ class Sandbox:
             self.read_only = (*self.read_only, real)
 
     def check_writable(self, real_path: str, shown: str) -> None:
-        """Refuse a write below a read-only directory (see :meth:`allow_reading`)."""
+        """Refuse a write below a read-only directory (see :meth:`allow_reading`), or to what the
+        sandbox policy keeps read-only in a root (``.git/hooks``, ``.git/config``, ...)."""
+        protected = write_protected(real_path, self.roots)
+        if protected:
+            raise ToolError(f"{quote_path(shown)} is not writable: {protected}")
         if any(_is_within(real_path, directory) for directory in self.read_only) and not any(
             _is_within(real_path, root) for root in self.roots
         ):

@@ -29,7 +29,11 @@ Contract
   the command timed out / was killed by a signal, followed by the captured
   ``--- stdout ---`` and ``--- stderr ---`` sections.
 
-The command itself is not confined: see :mod:`awf_mcp.builtins.sandbox`.
+* The command runs contained by the kernel (:mod:`awf_mcp.ops.containment`): reads
+  everywhere but the credential stores, writes only in the roots, a private ``$TMPDIR`` and
+  the package caches, no network unless hosts are named, no process outside visible. A
+  failed command that the sandbox refused ends with one ``[awf-mcp: the sandbox refused
+  ...]`` note naming what the user can allow. Where no backend works, the call is refused.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -51,12 +56,24 @@ from awf_mcp.builtins.outputs import OutputDir, StreamLog, render_streams
 from awf_mcp.builtins.sandbox import Sandbox
 from awf_mcp.ops import children
 from awf_mcp.ops.childenv import child_environment
+from awf_mcp.ops.containment.plan import Confinement, SandboxUnavailable, prepare
 from awf_mcp.ports import CallContext, ToolError, ToolResult, current_call
 
 _POLL_SECONDS = 0.2
 _FINAL_DRAIN_SECONDS = 1.0
 CALL_MARKER = "AWF_MCP_BASH_CALL"
 """The environment variable naming the call in every process a Bash command starts."""
+
+
+def contained(sandbox: Sandbox) -> Confinement | None:
+    """How a Bash command (or job) of the running call is contained; ``None`` when the policy is off.
+
+    Refused (:class:`~awf_mcp.ports.ToolError`, naming the cause) where no backend works.
+    """
+    try:
+        return prepare("shell", sandbox.roots)
+    except SandboxUnavailable as exc:
+        raise ToolError(str(exc)) from None
 
 
 def shell_path() -> str:
@@ -131,12 +148,15 @@ class ShellRunner:
             self._subreaper = children.become_subreaper()
         self._calls += 1
         marker = f"{os.getpid()}-{self._calls}"
+        confinement = contained(sandbox)
+        started_at = time.monotonic()
         cwd_fd = sandbox.open_dir(cwd)
         keeper, env = children.kept_command(
             [shell_path(), "-c", command],
             {**child_environment(), CALL_MARKER: marker},
             cwd_fd=cwd_fd,
             grace=BASH_KILL_GRACE,
+            confinement=confinement,
         )
         try:
             process = await anyio.open_process(keeper, **children.spawn_options(env, cwd_fd))
@@ -162,7 +182,11 @@ class ShellRunner:
                 stderr.close()
                 if self._subreaper and process.returncode == -signal.SIGKILL:
                     await anyio.to_thread.run_sync(children.end_marked, CALL_MARKER, marker, process.pid)
-        return _result(outcome, process.returncode, timeout, stdout, stderr)
+        note = None
+        if confinement is not None and (outcome != "exited" or process.returncode != 0):
+            start, end, _whole = stderr.text()
+            note = confinement.refusal_note(start + end, started_at)
+        return _result(outcome, process.returncode, timeout, stdout, stderr, note)
 
     async def _supervise(
         self,
@@ -226,7 +250,12 @@ class ShellRunner:
 
 
 def _result(
-    outcome: str, returncode: int | None, timeout: int, stdout: StreamLog, stderr: StreamLog
+    outcome: str,
+    returncode: int | None,
+    timeout: int,
+    stdout: StreamLog,
+    stderr: StreamLog,
+    note: str | None = None,
 ) -> ToolResult:
     if outcome == "timeout":
         header = f"timed out after {timeout} s; the command's process group was killed"
@@ -245,4 +274,6 @@ def _result(
         header = f"exit code {returncode}"
         failed = returncode != 0
     body = render_streams(header, [("stdout", stdout), ("stderr", stderr)], budget.current_budget())
+    if note and failed:
+        body = f"{body}\n{note}"
     return ToolResult.error(body) if failed else ToolResult.text(body)

@@ -65,6 +65,7 @@ from awf_mcp.core.registry import RegisteredTool, Registry
 from awf_mcp.core.roots import ClientRoots
 from awf_mcp.core.schemacheck import Validator, first_problem, linear_validator
 from awf_mcp.errors import describe_exception, did_you_mean
+from awf_mcp.ops.containment.policy import read_denied
 from awf_mcp.ports import (
     LOCAL_CALLER,
     NO_CLIENT,
@@ -204,6 +205,14 @@ class ToolInvoker:
             clone.policy = partial
         return clone
 
+    def _path_denied(self, tool: str, source: str, path: str) -> str | None:
+        """Why the file tools may not touch resolved ``path`` in a call of ``tool``: the sandbox's
+        deny list (the one policy of :mod:`awf_mcp.ops.containment.policy`), then the path policy."""
+        denial = read_denied(path)
+        if denial is None and self.path_policy is not None:
+            denial = self.path_policy(tool, source, path)
+        return denial
+
     def budget_for(self, client_name: str | None) -> int:
         """The output budget of a call from ``client_name``: the configured one, else the client's default."""
         return self.output_budget if self.output_budget is not None else budget_for_client(client_name)
@@ -338,8 +347,7 @@ class ToolInvoker:
             session=run.session,
             caller=run.caller,
         )
-        if self.path_policy is not None:
-            context.path_denied = functools.partial(self.path_policy, tool.name, tool.definition.source)
+        context.path_denied = functools.partial(self._path_denied, tool.name, tool.definition.source)
         finish_progress: Callable[[], None] = _no_pump
         waiting = "the tool"
         pending: InputRequired | None = None

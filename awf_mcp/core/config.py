@@ -9,7 +9,9 @@ Two file formats carry the same keys:
   adds ``roots``, ``only``, ``exclude``, ``rename``, ``call_timeout_seconds``, ``output_budget``,
   ``strict``, per-plugin settings under ``[plugins.<name>]``, upstream MCP servers
   under ``[servers.<name>]`` (``mcpServers`` in JSON; :mod:`awf_mcp.core.servers`) and the
-  authorization server of ``serve --transport http`` under ``[http.auth]`` (:class:`HttpAuth`).
+  authorization server of ``serve --transport http`` under ``[http.auth]`` (:class:`HttpAuth`),
+  and the sandbox of Bash and the upstreams under ``[sandbox]``
+  (:mod:`awf_mcp.ops.containment.policy`; :func:`load` makes it the process's policy).
 
 Validation failures raise :class:`~awf_mcp.errors.ConfigError` with one of the
 AWF codes (``USER.MCP_PROXY.UNKNOWN_KEY``, ``...EMPTY_PROXY``; the plugin- and
@@ -38,6 +40,7 @@ from awf_mcp.budget import MAX_BUDGET, MIN_BUDGET
 from awf_mcp.core import servers, trust
 from awf_mcp.core.servers import ServerSpec
 from awf_mcp.errors import ConfigError
+from awf_mcp.ops.containment.policy import SandboxPolicy, activate, parse_table, policy_from
 from awf_mcp.ports import inert_text, plugin_setting_variable
 
 DEFAULT_CONFIG_NAME = "awf-mcp.toml"
@@ -56,6 +59,7 @@ _EXTENDED_KEYS = {
     "strict",
     "plugins",
     "http",
+    "sandbox",
 }
 _SERVER_KEYS = {"servers", "mcpServers"}
 _SELECTION_KEYS = {"plugin", "expose"}
@@ -217,6 +221,8 @@ class Settings:
     """The config file found but not used (:mod:`awf_mcp.core.trust`), if any."""
     http_auth: Mapping[str, Any] | None = None
     """The config file's ``[http.auth]`` table, checked; :func:`http_auth` merges it with the flags."""
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
+    """The ``[sandbox]`` table: how Bash, its jobs and stdio upstreams are contained."""
 
     def settings_for(self, plugin: str) -> dict[str, Any]:
         """Plugin ``plugin``'s settings: its config table, overridden by its environment variables."""
@@ -346,6 +352,11 @@ def parse_settings(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
     if "output_budget" in data:
         fields["output_budget"] = checked_budget(data["output_budget"], f"output_budget in {path}")
     fields["servers"] = servers.parse(data, str(path))
+    if "sandbox" in data:
+        try:
+            fields["sandbox"] = policy_from(parse_table(data["sandbox"], f"[sandbox] of {path}"))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
     if "http" in data:
         table = data["http"]
         if (
@@ -503,4 +514,5 @@ def load(options: ServeOptions | None = None, *, cwd: str | None = None) -> Sett
     for root in settings.roots:
         if not Path(root).is_dir():
             raise ConfigError(f"root directory {root} does not exist or is not a directory; pass --root DIR")
+    activate(settings.sandbox, settings.roots)
     return settings

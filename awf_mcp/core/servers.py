@@ -51,6 +51,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from awf_mcp.errors import ConfigError
+from awf_mcp.ops.containment import policy
 
 DEFAULT_STARTUP_TIMEOUT_SECONDS = 15.0
 SERVER_NAME_PATTERN = re.compile(r"^[A-Za-z0-9-]{1,32}$")
@@ -70,6 +71,7 @@ _KEYS = {
     "client_id",
     "client_metadata_url",
     "oauth_endpoint_hosts",
+    "sandbox",
 }
 # Keys the agents write that awf-mcp reads under another name, or reads and ignores.
 _AGENT_KEYS = {"type", "transport", "httpUrl", "timeout", "trust", "description", "disabled"}
@@ -108,6 +110,8 @@ class ServerSpec:
     written_url: str = ""
     secrets: frozenset[str] = frozenset()
     problem: str = ""
+    sandbox: Mapping[str, Any] = field(default_factory=dict)
+    """Its own ``[servers.NAME.sandbox]`` table, checked: over the user's ``[sandbox]`` when it starts."""
 
     @property
     def transport(self) -> str:
@@ -251,6 +255,10 @@ def parse_one(name: str, table: Any, where: str, environ: Mapping[str, str] | No
     pin = table.get("pin", True)
     if not isinstance(pin, bool):
         raise ConfigError(f"pin in {where} must be true or false")
+    try:
+        sandbox = policy.parse_table(table.get("sandbox", {}), f"[servers.{name}.sandbox] of {where}")
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     timeout = table.get("timeout_seconds")
     if timeout is None and "timeout" in table:  # Gemini CLI writes milliseconds
         timeout = _seconds(table["timeout"], f"timeout in {where}") / 1000
@@ -277,6 +285,7 @@ def parse_one(name: str, table: Any, where: str, environ: Mapping[str, str] | No
         written_args=written_args,
         written_url=url,
         secrets=frozenset(s for s in secrets if len(s) >= 3),
+        sandbox=sandbox,
     )
     if missing:
         names = ", ".join(f"${{{v}}}" for v in dict.fromkeys(missing))
@@ -309,6 +318,13 @@ def working_directory(spec: ServerSpec, roots: Sequence[str]) -> str:
     return os.path.normpath(os.path.join(base, os.path.expanduser(spec.cwd))) if spec.cwd else base
 
 
+def launch_key(spec: ServerSpec, env: Mapping[str, str], cwd: str) -> tuple[Any, ...]:
+    """What identifies ``spec``'s launch with ``env`` in ``cwd`` (see :mod:`awf_mcp.ops.upstreamprocess`)."""
+    from awf_mcp.ops import upstreamprocess
+
+    return upstreamprocess.launch_key(spec.command, spec.args, env, cwd, spec.name, spec.sandbox)
+
+
 def launch_early(specs: Sequence[ServerSpec], roots: Sequence[str] = ()) -> None:
     """Spawn every enabled stdio server now, so its start overlaps awf-mcp's own.
 
@@ -323,6 +339,6 @@ def launch_early(specs: Sequence[ServerSpec], roots: Sequence[str] = ()) -> None
         if spec.enabled and not spec.problem and spec.transport == "stdio":
             env = child_environment()
             env.update(spec.env)
-            key = upstreamprocess.launch_key(spec.command, spec.args, env, working_directory(spec, roots))
-            launches[spec.name] = key
+            key = launch_key(spec, env, working_directory(spec, roots))
+            launches[spec.name] = (key, tuple(spec.env))
     upstreamprocess.launch_early(launches)

@@ -37,7 +37,14 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the keeper imports as little 
 if TYPE_CHECKING:
     import signal
     from collections.abc import Mapping, Sequence
-    from typing import TypedDict
+    from typing import Protocol, TypedDict
+
+    class Confining(Protocol):
+        """What :func:`kept_command` needs of a :class:`~awf_mcp.ops.containment.plan.Confinement`."""
+
+        def command(
+            self, argv: Sequence[str], env: Mapping[str, str], named: Sequence[str] = ()
+        ) -> tuple[list[str], dict[str, str]]: ...
 
     class SpawnOptions(TypedDict):
         """Keyword arguments for :class:`subprocess.Popen` or :func:`anyio.open_process`."""
@@ -114,13 +121,21 @@ def kept_command(
     *,
     cwd_fd: int | None = None,
     grace: float = DEFAULT_GRACE,
+    confinement: Confining | None = None,
+    named: Sequence[str] = (),
 ) -> tuple[list[str], dict[str, str]]:
     """The command line and environment running ``argv`` with ``env`` under a keeper.
 
     The command travels in the environment, not on the keeper's command line, so
     the keeper's ``/proc/PID/cmdline`` shows only the keeper. Pass ``cwd_fd`` in
-    ``pass_fds`` too.
+    ``pass_fds`` too. With ``confinement`` (:func:`awf_mcp.ops.containment.plan.prepare`),
+    the command runs contained: its environment filtered (``named``: variables passed
+    whatever their name), under the backend's wrapper, and the keeper's child confines
+    itself (:func:`awf_mcp.ops.containment.kernel.confine`) before ``exec``; if it cannot,
+    the command does not run (exit code 126, the reason on stderr).
     """
+    if confinement is not None:
+        argv, env = confinement.command(argv, env, named)
     if getattr(sys, "frozen", False):  # the one-file binary: its entry point dispatches KEEPER_COMMAND
         from awf_mcp.ops.childenv import reentry_environment
 
@@ -260,8 +275,30 @@ def _raise_stop(signum: int, _frame: object) -> None:
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
-def _exec_child(argv: list[str], keeper: int) -> None:
-    """In the forked child: default signals, a death signal, then the command."""
+CONFINE_VARIABLE = "AWF_MCP_KEEPER_CONFINE"
+"""The :func:`~awf_mcp.ops.containment.kernel.confine` spec, when the command runs contained
+(set by :mod:`awf_mcp.ops.containment.plan`; removed before the command runs)."""
+
+CANNOT_CONFINE = 126
+
+
+def _confine(spec: str, argv: list[str]) -> list[str]:
+    """In the forked child: confine it for good, or end it (the command must not run open).
+
+    Returns the command line to run (a wrapper may take part of the sandbox as an argument)."""
+    if not getattr(sys, "frozen", False):  # run as a script (-I): the package is not on the path
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    try:
+        from awf_mcp.ops.containment import kernel
+
+        return kernel.confine(spec, argv)
+    except (OSError, ImportError) as exc:
+        os.write(2, f"awf-mcp: the sandbox could not be set up, so nothing was run: {exc}\n".encode())
+        os._exit(CANNOT_CONFINE)
+
+
+def _exec_child(argv: list[str], keeper: int, confine: str) -> None:
+    """In the forked child: default signals, a death signal, the sandbox, then the command."""
     try:
         for signum in _STOP_SIGNALS:
             signal.signal(signum, signal.SIG_DFL)
@@ -269,6 +306,8 @@ def _exec_child(argv: list[str], keeper: int) -> None:
         set_death_signal(signal.SIGKILL)
         if os.getppid() != keeper:
             os._exit(137)
+        if confine:
+            argv = _confine(confine, argv)
         os.execv(argv[0], argv)
     except OSError as exc:
         os.write(2, f"cannot run {argv[0]}: {exc.strerror}\n".encode())
@@ -276,7 +315,7 @@ def _exec_child(argv: list[str], keeper: int) -> None:
         os._exit(127)
 
 
-def keep(parent: int, cwd_fd: int, grace: float, argv: list[str]) -> int:
+def keep(parent: int, cwd_fd: int, grace: float, argv: list[str], confine: str = "") -> int:
     """The keeper's life: run ``argv``, then end whatever it left; returns the exit status to mirror."""
     signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
     for signum in _STOP_SIGNALS:
@@ -291,7 +330,7 @@ def keep(parent: int, cwd_fd: int, grace: float, argv: list[str]) -> int:
     keeper = os.getpid()
     child = os.fork()
     if child == 0:
-        _exec_child(argv, keeper)
+        _exec_child(argv, keeper, confine)
     status: int | None = None
     try:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
@@ -335,7 +374,7 @@ def main(args: list[str]) -> None:
         raise SystemExit(f"usage: {KEEPER_ARGV}=COMMAND children.py PARENT_PID CWD_FD GRACE")
     parent, cwd_fd, grace = args
     argv = [os.environ.pop(f"{KEEPER_ARGV}_{index}") for index in range(int(os.environ.pop(KEEPER_ARGV)))]
-    code = keep(int(parent), int(cwd_fd), float(grace), argv)
+    code = keep(int(parent), int(cwd_fd), float(grace), argv, os.environ.pop(CONFINE_VARIABLE, ""))
     if code < 0:
         if -code not in (signal.SIGKILL, signal.SIGSTOP):  # these cannot be handled, nor reset
             signal.signal(-code, signal.SIG_DFL)

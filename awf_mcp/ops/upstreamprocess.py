@@ -17,7 +17,8 @@ Contract
     (``PR_SET_PDEATHSIG``), which does the same.
 
   Only a process that SIGKILLs the keeper itself and has detached escapes (as for Bash;
-  see docs/security.md). Elsewhere than Linux the server is started directly.
+  see docs/security.md). The server runs contained by the kernel, as Bash does
+  (:mod:`awf_mcp.ops.containment`). Elsewhere than Linux the server is started directly.
   ``command`` without a path separator is searched on the ``PATH`` of ``env``;
   :class:`FileNotFoundError` says which command was not found.
 * :func:`launch_early` spawns servers before awf-mcp's own slow start-up work (importing
@@ -38,31 +39,66 @@ import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from awf_mcp.ops import children
+from awf_mcp.ops.containment.plan import prepare
 
 KEEPER_GRACE_SECONDS = 0.1
 """Between the keeper's SIGTERM and SIGKILL to what the server left (within awf-mcp's one-second exit)."""
 
-Launch = tuple[str, tuple[str, ...], tuple[tuple[str, str], ...], str]
-"""What identifies a launch: command, args, environment (sorted items), working directory."""
+Launch = tuple[str, tuple[str, ...], tuple[tuple[str, str], ...], str, str, tuple[tuple[str, Any], ...]]
+"""What identifies a launch: command, args, environment (sorted items), working directory, the
+server's name and its own sandbox table (sorted items)."""
 
 _early: dict[str, tuple[Launch, subprocess.Popen[bytes]]] = {}
 
 
-def launch_key(command: str, args: Sequence[str], env: Mapping[str, str], cwd: str) -> Launch:
-    """The identity of a launch, for :func:`claim`."""
-    return (command, tuple(args), tuple(sorted(env.items())), cwd)
+def launch_key(
+    command: str,
+    args: Sequence[str],
+    env: Mapping[str, str],
+    cwd: str,
+    server: str = "",
+    sandbox: Mapping[str, Any] | None = None,
+) -> Launch:
+    """The identity of a launch, for :func:`claim` (and the arguments of :func:`spawn`)."""
+    return (
+        command,
+        tuple(args),
+        tuple(sorted(env.items())),
+        cwd,
+        server,
+        tuple(sorted((sandbox or {}).items())),
+    )
 
 
-def spawn(command: str, args: Sequence[str], env: Mapping[str, str], cwd: str) -> subprocess.Popen[bytes]:
-    """Start a server process; see the module docstring. Raises :class:`OSError`."""
+def spawn(
+    command: str,
+    args: Sequence[str],
+    env: Mapping[str, str],
+    cwd: str,
+    *,
+    server: str = "",
+    sandbox: Mapping[str, Any] | None = None,
+    named: Sequence[str] = (),
+) -> subprocess.Popen[bytes]:
+    """Start server ``server``'s process; see the module docstring. Raises :class:`OSError`
+    (:class:`~awf_mcp.ops.containment.plan.SandboxUnavailable` where it cannot be contained).
+
+    It runs contained (:mod:`awf_mcp.ops.containment`) by the active policy with the server's
+    own ``sandbox`` table over it; ``named`` are the variables its ``env`` table sets, which
+    pass whatever their name.
+    """
     executable = command if os.sep in command else shutil.which(command, path=env.get("PATH"))
     if not executable:
         raise FileNotFoundError(f"command '{command}' was not found on PATH")
     argv, environment = [executable, *args], dict(env)
     if sys.platform.startswith("linux"):
-        argv, environment = children.kept_command(argv, environment, grace=KEEPER_GRACE_SECONDS)
+        confinement = prepare("server", server=server or os.path.basename(command), table=sandbox)
+        argv, environment = children.kept_command(
+            argv, environment, grace=KEEPER_GRACE_SECONDS, confinement=confinement, named=named
+        )
     return subprocess.Popen(
         argv,
         stdin=subprocess.PIPE,
@@ -85,12 +121,16 @@ def stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-def launch_early(launches: Mapping[str, Launch]) -> None:
-    """Spawn each named launch now; one that cannot start is left to the normal path to report."""
-    for name, key in launches.items():
-        command, args, env, cwd = key
+def launch_early(launches: Mapping[str, tuple[Launch, Sequence[str]]]) -> None:
+    """Spawn each named launch (with the names its ``env`` table sets) now; one that cannot
+    start is left to the normal path to report."""
+    for name, (key, named) in launches.items():
+        command, args, env, cwd, server, sandbox = key
         try:
-            _early[name] = (key, spawn(command, args, dict(env), cwd))
+            _early[name] = (
+                key,
+                spawn(command, args, dict(env), cwd, server=server, sandbox=dict(sandbox), named=named),
+            )
         except OSError:
             continue
 

@@ -107,7 +107,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ValidationError
 
 from awf_mcp import __version__
-from awf_mcp.core.servers import ServerSpec
+from awf_mcp.core.servers import ServerSpec, launch_key
 from awf_mcp.core.upstream import (
     NO_OFFER,
     ClientOffer,
@@ -123,7 +123,7 @@ from awf_mcp.core.upstream import (
     offer_from,
 )
 from awf_mcp.ops.childenv import child_environment
-from awf_mcp.ops.upstreamprocess import KEEPER_GRACE_SECONDS, claim, launch_key, spawn
+from awf_mcp.ops.upstreamprocess import KEEPER_GRACE_SECONDS, claim, spawn
 from awf_mcp.ports import (
     PROMPT_ROLES,
     PromptArgument,
@@ -681,11 +681,19 @@ async def _stdio_streams(
 ) -> AsyncIterator[Any]:
     env = child_environment()
     env.update(spec.env)
-    key = launch_key(spec.command, spec.args, env, cwd)
+    key = launch_key(spec, env, cwd)
     process = claim(spec.name, key)
     if process is None:
         try:
-            process = spawn(spec.command, spec.args, env, cwd)
+            process = spawn(
+                spec.command,
+                spec.args,
+                env,
+                cwd,
+                server=spec.name,
+                sandbox=spec.sandbox,
+                named=tuple(spec.env),
+            )
         except OSError as exc:
             reason = f"could not start '{spec.command}': {exc.strerror}" if exc.strerror else str(exc)
             raise UpstreamFailure(spec.redact(reason)) from None
