@@ -36,7 +36,7 @@ import time
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the keeper imports as little as it can
 if TYPE_CHECKING:
     import signal
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Protocol, TypedDict
 
     class Confining(Protocol):
@@ -66,14 +66,33 @@ DEFAULT_GRACE = 0.5
 _POLL = 0.02
 
 
-def _prctl(option: int, value: int) -> bool:
-    """``prctl(option, value)``; False where it is not available or fails."""
-    try:
-        import ctypes
+_libc_prctl: Callable[..., int] | None = None
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(option, value, 0, 0, 0)) == 0
-    except (OSError, AttributeError):
+
+def _prctl(option: int, value: int) -> bool:
+    """``prctl(option, value)``; False where it is not available or fails.
+
+    Through ``_ctypes`` alone, looked up once: ``import ctypes`` (``struct``, the
+    ``ctypes`` package's classes) costs the keeper about 3 ms of its start, on every command.
+    """
+    global _libc_prctl
+    try:
+        if _libc_prctl is None:
+            import _ctypes
+
+            class _Int(_ctypes._SimpleCData):  # type: ignore[type-arg]  # ctypes.c_int
+                _type_ = "i"
+
+            class _Function(_ctypes.CFuncPtr):  # ctypes.CDLL(None, use_errno=True)._FuncPtr
+                _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
+                _restype_ = _Int
+
+            class _Libc:
+                _handle = _ctypes.dlopen(None)  # type: ignore[arg-type]
+
+            _libc_prctl = _Function(("prctl", _Libc))  # type: ignore[arg-type]
+        return int(_libc_prctl(option, value, 0, 0, 0)) == 0
+    except (ImportError, OSError, AttributeError):
         return False
 
 
@@ -204,14 +223,18 @@ def end_descendants(grace: float = DEFAULT_GRACE) -> None:
     """SIGTERM every descendant of this process, SIGKILL them after ``grace`` s, reap them all.
 
     For a subreaper: it returns once this process has no child left, not even a
-    zombie, so every orphan that was reparented to it has been collected.
+    zombie, so every orphan that was reparented to it has been collected. It looks
+    again after 1 ms, then doubling up to ``_POLL``: a wrapper's last process (bwrap's)
+    is usually gone within the first look or two.
     """
     deadline = time.monotonic() + grace
+    pause = 0.001
     while reap():
         signum = signal.SIGTERM if time.monotonic() < deadline else signal.SIGKILL
         for pid in descendants(os.getpid()):
             _kill(pid, signum)
-        time.sleep(_POLL)
+        time.sleep(pause)
+        pause = min(pause * 2, _POLL)
 
 
 def _environment_has(pid: int, entry: bytes) -> bool:
@@ -351,7 +374,10 @@ def keep(parent: int, cwd_fd: int, grace: float, argv: list[str], confine: str =
         return 127
     if os.WIFSIGNALED(status):
         return -os.WTERMSIG(status)
-    return os.waitstatus_to_exitcode(status)
+    code = os.waitstatus_to_exitcode(status)
+    if "wrapped" in confine.split() and 128 < code <= 128 + 64:
+        return 128 - code  # bwrap reports a command killed by signal N as 128 + N: say it as it was
+    return code
 
 
 def run_frozen_keeper(args: list[str]) -> None:

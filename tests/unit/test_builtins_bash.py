@@ -17,6 +17,8 @@ import anyio
 import pytest
 
 from awf_mcp.builtins import BuiltinTools
+from awf_mcp.ops.containment import policy
+from awf_mcp.ops.containment.policy import SandboxPolicy
 from awf_mcp.ports import CallContext, ToolError, ToolResult, bind_call_context, unbind_call_context
 from tests.helpers.harness import marked_pids
 from tests.helpers.providers import call_with_budget
@@ -227,11 +229,22 @@ async def test_detached_processes_end_with_the_call(tools: BuiltinTools, marker:
 
 
 @pytest.mark.anyio
-async def test_what_a_killed_keeper_left_is_ended_too(tools: BuiltinTools, marker: str) -> None:
+async def test_what_a_killed_keeper_left_is_ended_too(
+    tools: BuiltinTools, marker: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Only an uncontained command can reach its keeper (see the next test).
+    monkeypatch.setattr(policy, "_active", policy._Active(SandboxPolicy(mode="off")))
     command = f"setsid sh -c 'sleep 305; true {marker}' & sleep 0.5; kill -9 $PPID; sleep 5"
     result = await run(tools, command=command)
     assert result.is_error and "SIGKILL" in result.content[0].text
     assert_nothing_left(marker)
+
+
+@pytest.mark.anyio
+async def test_a_contained_command_cannot_reach_its_keeper(tools: BuiltinTools) -> None:
+    keeper = "$(awk '{print $4}' /proc/$$/stat)"
+    result = await run(tools, command=f"kill -9 {keeper} $PPID; echo still here", timeout_seconds=30)
+    assert "still here" in result.content[0].text, result.content[0].text
 
 
 @pytest.mark.anyio

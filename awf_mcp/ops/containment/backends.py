@@ -35,6 +35,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from awf_mcp.ops import children
+from awf_mcp.ops.childenv import child_environment
 from awf_mcp.ops.containment import kernel
 
 if TYPE_CHECKING:
@@ -104,8 +106,10 @@ class Bubblewrap:
             "--",
             "/bin/true",
         ]
+        # Under a keeper, which reaps what bwrap leaves: a process of ours may be a subreaper.
+        argv, env = children.kept_command(probe, child_environment())
         try:
-            done = subprocess.run(probe, capture_output=True, timeout=10, check=False)
+            done = subprocess.run(argv, env=env, capture_output=True, timeout=10, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"bwrap could not run: {exc}"
         if done.returncode != 0:
@@ -123,7 +127,7 @@ class Bubblewrap:
         flags = ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if network_off:
             flags.append("--unshare-net")
-        return [*flags, "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+        return [*flags, "--die-with-parent", "--cap-drop", "ALL"]
 
     def wrap(self, argv: Sequence[str], layout: Layout, proxy_port: int | None) -> tuple[list[str], str]:
         """See :class:`Backend`."""
