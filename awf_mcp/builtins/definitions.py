@@ -10,6 +10,8 @@ here comes from :mod:`awf_mcp.builtins.limits`.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from awf_mcp.builtins.limits import (
@@ -174,6 +176,30 @@ BASH = ToolDefinition(
         title="Run shell command", read_only=False, destructive=True, idempotent=False, open_world=True
     ),
 )
+
+
+def contained_bash(network: Sequence[str] | None) -> ToolDefinition:
+    """:data:`BASH` with what its sandbox allows said in the description (``network``: the hosts
+    reachable through the proxy, ``["*"]`` all, empty none)."""
+    if network and "*" in network:
+        reach = "The network is open."
+    elif network:
+        reach = (
+            "The network is off except these hosts, through a proxy that HTTP_PROXY and HTTPS_PROXY "
+            f"name: {', '.join(network)}."
+        )
+    else:
+        reach = "The network is off."
+    note = (
+        " It runs in a sandbox: it reads everything but credential stores (~/.ssh, ~/.aws, ...), and "
+        "writes only inside the workspace roots, $TMPDIR (a private temporary directory; /tmp itself "
+        "is read-only) and package caches (~/.npm, ~/.cache/pip, ...); .git/hooks and .git/config "
+        f"stay read-only. {reach} Secret environment variables are not passed. A 'Permission "
+        "denied', 'Read-only file system' or refused connection outside these is the sandbox, not a "
+        "broken machine: tell the user, who can allow it in the [sandbox] table of the awf-mcp config."
+    )
+    return dataclasses.replace(BASH, description=BASH.description + note)
+
 
 _JOB_ID = {"job_id": _string("The id Bash returned for the background job, e.g. 'bash_1'.")}
 

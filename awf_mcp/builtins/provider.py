@@ -25,13 +25,14 @@ from typing import Any
 
 import anyio.to_thread
 
-from awf_mcp.builtins.definitions import DEFINITIONS
+from awf_mcp.builtins.definitions import DEFINITIONS, contained_bash
 from awf_mcp.builtins.jobs import JobTable
 from awf_mcp.builtins.outputs import OutputDir
 from awf_mcp.builtins.sandbox import Sandbox
 from awf_mcp.builtins.shell import ShellRunner, contained, shell_path
 from awf_mcp.concurrency import in_worker_thread
 from awf_mcp.ops.childenv import child_environment
+from awf_mcp.ops.containment.policy import active
 from awf_mcp.ports import ToolDefinition, ToolError, ToolResult, current_call
 
 _FileTool = Callable[[Sandbox, Mapping[str, Any]], ToolResult]
@@ -66,8 +67,12 @@ class BuiltinTools:
         self._jobs = JobTable(self._outputs, child_environment)
 
     def list_tools(self) -> Sequence[ToolDefinition]:
-        """The six tool definitions, sorted by name."""
-        return DEFINITIONS
+        """The tool definitions, sorted by name; Bash's says what its sandbox allows."""
+        policy = active()
+        if not policy.contained:
+            return DEFINITIONS
+        bash = contained_bash(policy.network or ())
+        return tuple(bash if definition.name == "Bash" else definition for definition in DEFINITIONS)
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
         """Run tool ``name`` with ``arguments``; raises :class:`ToolError` for expected failures."""

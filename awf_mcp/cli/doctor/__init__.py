@@ -47,6 +47,10 @@ The checks:
 ``search``
     the ``rg`` Grep and Glob run (:func:`awf_mcp.builtins.ripgrep.ripgrep_binary`):
     where it comes from and its version, or the pure-Python engine.
+``sandbox``
+    how Bash, its jobs and stdio upstreams are contained (:mod:`awf_mcp.ops.containment`):
+    the backend in force (``bwrap`` or ``landlock``), what it enforces, and why another was
+    not used; an error when none works here and ``[sandbox] mode`` is ``contained``.
 ``plugin-directories``
     the plugin directories (:func:`awf_mcp.ops.plugindirs.plugin_dirs`): what the
     single executable loads plugins from and ``plugins install`` writes to, and the
@@ -68,6 +72,7 @@ Where things are
   :mod:`~awf_mcp.cli.doctor.clients`, :mod:`~awf_mcp.cli.doctor.plugins` (and the plugin
   directories), :mod:`~awf_mcp.cli.doctor.servers` (and the merged tools),
   :mod:`~awf_mcp.cli.doctor.roots`, :mod:`~awf_mcp.cli.doctor.search`,
+  :mod:`~awf_mcp.cli.doctor.sandbox`,
   :mod:`~awf_mcp.cli.doctor.build`;
 * this module: :data:`CHECKS`, :func:`run_checks`, :func:`diagnose`, the printed report and the
   Typer command.
@@ -95,6 +100,7 @@ from awf_mcp.cli.doctor.plugins import (
 )
 from awf_mcp.cli.doctor.report import ERROR, INFO, OK, STATUSES, WARNING, Finding, Report, counted
 from awf_mcp.cli.doctor.roots import check_roots, root_findings
+from awf_mcp.cli.doctor.sandbox import check_sandbox
 from awf_mcp.cli.doctor.search import check_search, search_findings
 from awf_mcp.cli.doctor.servers import check_servers, check_tools, held_findings
 from awf_mcp.cli.options import with_options
@@ -119,6 +125,7 @@ __all__ = [
     "check_plugin_directories",
     "check_plugins",
     "check_roots",
+    "check_sandbox",
     "check_search",
     "check_servers",
     "check_tools",
@@ -144,6 +151,7 @@ CHECKS: tuple[Check, ...] = (
     check_tools,
     check_roots,
     check_search,
+    check_sandbox,
     check_plugin_directories,
 )
 """Every check, in report order."""
