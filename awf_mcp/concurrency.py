@@ -30,7 +30,9 @@ import contextlib
 import contextvars
 import functools
 import inspect
+import os
 import queue
+import sys
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -188,3 +190,28 @@ def _fail(future: asyncio.Future[Any], error: BaseException) -> None:
 
 
 _WORKERS = _Workers()
+
+
+def watch_children_with_pidfds() -> None:
+    """Have this event loop learn of its child processes' exits through pidfds, where it can.
+
+    Python 3.11's asyncio waits for each child in a thread of its own
+    (``ThreadedChildWatcher``): starting that thread, and its wake-up at the exit, cost a Bash
+    call about 2.5 ms. A pidfd in the loop is what 3.12 and later use by default. Call it once,
+    from the server's one event loop (the watcher is bound to it); elsewhere it does nothing.
+    """
+    if sys.version_info >= (3, 12) or not sys.platform.startswith("linux"):
+        return
+    import asyncio
+    import warnings
+
+    try:
+        asyncio.get_running_loop()
+        os.close(os.pidfd_open(os.getpid()))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            watcher = asyncio.PidfdChildWatcher()
+            watcher.attach_loop(asyncio.get_running_loop())
+            asyncio.get_event_loop_policy().set_child_watcher(watcher)
+    except (OSError, RuntimeError, AttributeError):
+        return

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from awf_mcp.concurrency import call_either
+from awf_mcp.concurrency import call_either, watch_children_with_pidfds
 from awf_mcp.core.calls import CallRecord, ToolInvoker
 from awf_mcp.core.config import HttpAuth, Settings
 from awf_mcp.core.instructions import plugin_paragraphs, server_instructions
@@ -359,6 +359,8 @@ async def serve_http(
     from awf_mcp.wire import server as adapter
     from awf_mcp.wire.httpauth import Access
 
+    watch_children_with_pidfds()
+
     def announce(url: str) -> None:
         if show_token and token:
             log.info("listening on %s?token=%s", url, token)
@@ -427,6 +429,7 @@ async def serve_stdio(
     from awf_mcp.wire.framing import MAX_MESSAGE_BYTES, FrameReader, claim_stdio
     from awf_mcp.wire.server import McpServer
 
+    watch_children_with_pidfds()
     with claim_stdio() as wire:
         agent = AgentInput(FrameReader(wire.read_fd, MAX_MESSAGE_BYTES).frames())
         try:

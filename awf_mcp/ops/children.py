@@ -3,8 +3,8 @@
 Contract
 --------
 :func:`kept_command` turns a command line into one that runs it under a
-*keeper*: this file, run by the same Python (``-I -S``, standard library only, so
-it starts in milliseconds). The keeper
+*keeper*: this file, run by the same Python (``-I -S``, standard library only, from
+a copy compiled once per server, so it starts in milliseconds). The keeper
 
 * asks the kernel for a death signal (``PR_SET_PDEATHSIG``: SIGTERM when the
   server that started it dies, even by ``kill -9``) and gives the command one too
@@ -162,10 +162,44 @@ def kept_command(
         # no second unpacking, and no second bootloader between this process and the keeper.
         runner, env = [sys.executable, KEEPER_COMMAND], reentry_environment(env)
     else:
-        runner = [sys.executable, "-I", "-S", os.path.abspath(__file__)]
+        runner = [sys.executable, "-I", "-S", _compiled_keeper()]
+        env = {**env, KEEPER_PACKAGE: _PACKAGE_PARENT}
     keeper = [*runner, str(os.getpid()), str(-1 if cwd_fd is None else cwd_fd), repr(grace)]
     passed = {f"{KEEPER_ARGV}_{index}": argument for index, argument in enumerate(argv)}
     return keeper, {**env, KEEPER_ARGV: str(len(argv)), **passed}
+
+
+KEEPER_PACKAGE = "AWF_MCP_KEEPER_PACKAGE"
+"""Where the ``awf_mcp`` package lies, for a keeper run from its compiled copy (removed before exec)."""
+
+_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_keeper_file: str | None = None
+
+
+def _compiled_keeper() -> str:
+    """This file, compiled once per server into a private directory (removed at exit).
+
+    Python compiles a script it runs from source every time (no ``__pycache__`` for
+    ``__main__``): about 2 ms of every keeper's start. A ``.pyc`` it runs as it is. The
+    directory is named ``awf-mcp-PID-...`` as the Bash output directories are, so one left by a
+    killed server is swept like them. Where it cannot be written, the source.
+    """
+    global _keeper_file
+    if _keeper_file is None:
+        import atexit
+        import py_compile
+        import shutil
+        import tempfile
+
+        source = os.path.abspath(__file__)
+        try:
+            directory = tempfile.mkdtemp(prefix=f"awf-mcp-{os.getpid()}-keeper-")
+            atexit.register(shutil.rmtree, directory, True)
+            compiled = os.path.join(directory, "keeper.pyc")
+            _keeper_file = py_compile.compile(source, cfile=compiled, doraise=True) or source
+        except (OSError, py_compile.PyCompileError):
+            _keeper_file = source
+    return _keeper_file
 
 
 def _kill(pid: int, signum: int) -> bool:
@@ -309,8 +343,6 @@ def _confine(spec: str, argv: list[str]) -> list[str]:
     """In the forked child: confine it for good, or end it (the command must not run open).
 
     Returns the command line to run (a wrapper may take part of the sandbox as an argument)."""
-    if not getattr(sys, "frozen", False):  # run as a script (-I): the package is not on the path
-        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     try:
         from awf_mcp.ops.containment import kernel
 
@@ -400,7 +432,11 @@ def main(args: list[str]) -> None:
         raise SystemExit(f"usage: {KEEPER_ARGV}=COMMAND children.py PARENT_PID CWD_FD GRACE")
     parent, cwd_fd, grace = args
     argv = [os.environ.pop(f"{KEEPER_ARGV}_{index}") for index in range(int(os.environ.pop(KEEPER_ARGV)))]
-    code = keep(int(parent), int(cwd_fd), float(grace), argv, os.environ.pop(CONFINE_VARIABLE, ""))
+    confine = os.environ.pop(CONFINE_VARIABLE, "")
+    package = os.environ.pop(KEEPER_PACKAGE, "")
+    if confine and package:
+        sys.path.insert(0, package)
+    code = keep(int(parent), int(cwd_fd), float(grace), argv, confine)
     if code < 0:
         if -code not in (signal.SIGKILL, signal.SIGSTOP):  # these cannot be handled, nor reset
             signal.signal(-code, signal.SIG_DFL)

@@ -89,13 +89,13 @@ class Layout:
     @functools.cached_property
     def readable_rules(self) -> tuple[str, ...]:
         """Landlock's read rules: hierarchies that cover everything but the hidden paths."""
-        return tuple(carve("/", self.hidden))
+        return carved("/", self.hidden)
 
     @functools.cached_property
     def writable_rules(self) -> tuple[str, ...]:
         """Landlock's write rules: the writable paths less the hidden and read-only ones."""
         excluded = (*self.hidden, *self.read_only)
-        rules = [rule for path in self.writable for rule in carve(path, excluded)]
+        rules = [rule for path in self.writable for rule in carved(path, excluded)]
         return (*rules, *(device for device in DEVICES if os.path.exists(device)))
 
 
@@ -109,11 +109,11 @@ def carve(top: str, excluded: Sequence[str]) -> list[str]:
     Landlock only grants, so "all but ``~/.ssh``" becomes the siblings of each directory on the
     way down to it. Symbolic links are left out: what they lead to is judged on its own.
     """
+    if any(_within(top, path) for path in excluded):
+        return []
     inside = [path for path in excluded if _within(path, top)]
     if not inside:
         return [top]
-    if top in inside:
-        return []
     try:
         entries = list(os.scandir(top))
     except OSError:
@@ -125,9 +125,42 @@ def carve(top: str, excluded: Sequence[str]) -> list[str]:
     return found
 
 
+def _ancestors(top: str, excluded: Sequence[str]) -> list[str]:
+    """The directories :func:`carve` lists: from ``top`` down to the parent of each excluded path."""
+    found: list[str] = []
+    for path in excluded:
+        if _within(path, top) and path != top:
+            parent = os.path.dirname(path)
+            while _within(parent, top):
+                found.append(parent)
+                if parent == top:
+                    break
+                parent = os.path.dirname(parent)
+    return sorted(set(found))
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
+
+
+@functools.lru_cache(maxsize=64)
+def _carved(top: str, excluded: tuple[str, ...], _stamp: tuple[int, ...]) -> tuple[str, ...]:
+    return tuple(carve(top, excluded))
+
+
+def carved(top: str, excluded: Sequence[str]) -> tuple[str, ...]:
+    """:func:`carve`, done again only when an entry was added to or removed from a directory it
+    lists (their modification times are the key): a few ``stat`` calls a process, not a walk."""
+    excluded = tuple(excluded)
+    return _carved(top, excluded, tuple(_mtime(path) for path in _ancestors(top, excluded)))
+
+
 @functools.cache
 def _private_base() -> str:
-    base = tempfile.mkdtemp(prefix="awf-mcp-sandbox-")
+    base = tempfile.mkdtemp(prefix=f"awf-mcp-{os.getpid()}-sandbox-")  # swept like Bash's outputs
     atexit.register(shutil.rmtree, base, True)
     return base
 
