@@ -134,9 +134,15 @@ class Bubblewrap:
         assert self.executable is not None
         command = [self.executable, *self._isolation(network_off=layout.network == "none")]
         command += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        held: set[str] = set()
         for path in layout.writable:
             command += ["--bind", path, path]
         for path in layout.read_only:
+            holder = os.path.dirname(path)
+            if os.path.basename(holder) == ".git" and os.path.isdir(holder) and holder not in held:
+                # A mount point of its own: .git cannot be renamed away and rebuilt around them.
+                command += ["--bind", holder, holder]
+                held.add(holder)
             command += ["--ro-bind", path, path]
         for path in layout.hidden:
             if os.path.isdir(path):
@@ -186,6 +192,7 @@ class Landlock:
             scope=True,
             udp=udp,
             caps=os.geteuid() == 0,
+            listable=list(layout.listable_rules),
         )
         return list(argv), spec
 
@@ -199,7 +206,9 @@ class Landlock:
         return (
             f"Landlock ABI {self.abi}: reads everywhere but the denied paths, writes only to the "
             f"writable paths, TCP only to awf-mcp's proxy, {signals}, no ptrace or /proc/PID/environ "
-            "of processes outside, no Unix sockets (seccomp)"
+            "of processes outside, no Unix sockets (seccomp). Not enforced: .git/hooks, .git/config "
+            "and awf-mcp.toml stay writable inside a root (Landlock grants whole hierarchies), and "
+            "the names in a denied directory can be listed"
         )
 
 

@@ -10,7 +10,8 @@ calling process, and everything it later executes, for good:
 * with ``fs`` in the spec, a Landlock ruleset handles every file-system right the kernel knows
   (:func:`landlock_abi`), and grants only what the spec's ``r:`` (read and execute) and ``w:``
   (read, write, create, remove) rules name, each applying to the file or directory hierarchy
-  beneath it. Anything not under a rule is refused (``EACCES``), whatever the file's modes;
+  beneath it, and ``l:`` rules let a directory be listed (``READ_DIR``). Anything not under a
+  rule is refused (``EACCES``), whatever the file's modes;
 * with ``net``, TCP ``bind`` and ``connect`` are handled (Landlock ABI 4): refused except
   ``connect`` to the ``p:`` ports;
 * with ``scope``, signals and abstract Unix sockets cannot reach a process outside the sandbox
@@ -103,11 +104,12 @@ def encode(
     udp: bool,
     caps: bool = False,
     wrapped: bool = False,
+    listable: list[str] | None = None,
 ) -> str:
     """The spec :func:`confine` applies: space-separated tokens, paths hex-encoded (any byte may be in
     a name). ``net_ports=None``: the network is not handled; ``[]``: no TCP at all. ``caps``: drop
     every capability (for a keeper running as root). ``wrapped``: the command is bwrap's (see
-    :func:`confine`)."""
+    :func:`confine`). ``listable``: directories whose entries may be listed (not read)."""
     flags = (("fs", fs), ("scope", scope), ("udp", udp), ("caps", caps), ("wrapped", wrapped))
     tokens = [flag for flag, on in flags if on]
     if net_ports is not None:
@@ -115,6 +117,7 @@ def encode(
         tokens += [f"p:{port}" for port in net_ports]
     tokens += [f"r:{os.fsencode(path).hex()}" for path in read]
     tokens += [f"w:{os.fsencode(path).hex()}" for path in write]
+    tokens += [f"l:{os.fsencode(path).hex()}" for path in listable or ()]
     return " ".join(tokens)
 
 
@@ -159,8 +162,8 @@ def _landlock(libc: ctypes.CDLL, abi: int, tokens: list[str]) -> None:
                 _check(
                     libc.syscall(_LANDLOCK_ADD_RULE, ruleset, _RULE_NET_PORT, rule, 0), "landlock_add_rule"
                 )
-            elif kind in ("r", "w") and fs_rights:
-                rights = (READ if kind == "r" else fs_rights) & fs_rights
+            elif kind in ("r", "w", "l") and fs_rights:
+                rights = {"r": READ, "w": fs_rights, "l": READ_DIR}[kind] & fs_rights
                 _add_path_rule(libc, ruleset, bytes.fromhex(value), rights)
         _check(libc.syscall(_LANDLOCK_RESTRICT_SELF, ruleset, 0), "landlock_restrict_self")
     finally:

@@ -56,6 +56,7 @@ DEVICES = (
 
 
 _NETWORK_FAILURE = re.compile(
+    r"/dev/(?:tcp|udp)/|connect: |Couldn't connect to server|Failed to connect|"
     r"Could not resolve|Temporary failure in name resolution|Name or service not known|"
     r"Network is unreachable|getaddrinfo|ENOTFOUND|EAI_AGAIN|Failed to establish a new connection|"
     r"Connection refused|Permission denied \(connect\)|socket: Permission denied",
@@ -63,7 +64,8 @@ _NETWORK_FAILURE = re.compile(
 )
 _PATH_FAILURE = re.compile(
     r"(?P<path>[^\s:]*/[^\s:]*)['\"`\u2019]?: (?:Read-only file system|Permission denied|"
-    r"Operation not permitted)|(?:Read-only file system|Permission denied|Operation not permitted)"
+    r"Operation not permitted|Device or resource busy)|(?:Read-only file system|Permission denied|"
+    r"Operation not permitted|Device or resource busy)"
     r"[^\n]*?(?P<path2>/[^\s'\"]+)"
 )
 
@@ -92,10 +94,19 @@ class Layout:
         return carved("/", self.hidden)
 
     @functools.cached_property
+    def listable_rules(self) -> tuple[str, ...]:
+        """Directories on the way to a hidden path: listable (``ls ~``), though not granted whole."""
+        return tuple(_ancestors("/", self.hidden))
+
+    @functools.cached_property
     def writable_rules(self) -> tuple[str, ...]:
-        """Landlock's write rules: the writable paths less the hidden and read-only ones."""
-        excluded = (*self.hidden, *self.read_only)
-        rules = [rule for path in self.writable for rule in carved(path, excluded)]
+        """Landlock's write rules: the writable paths less the hidden ones.
+
+        The read-only paths inside a root are not carved out: Landlock grants a right on a whole
+        hierarchy, so a root where files can be created at all (``git commit`` creates
+        ``.git/index.lock``) cannot keep ``.git/config`` read-only. The file tools still do.
+        """
+        rules = [rule for path in self.writable for rule in carved(path, self.hidden)]
         return (*rules, *(device for device in DEVICES if os.path.exists(device)))
 
 
