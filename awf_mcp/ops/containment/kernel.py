@@ -1,4 +1,4 @@
-"""Landlock and seccomp, through ``ctypes``: what a keeper applies to itself before it runs a command.
+"""Landlock and seccomp, through ``_ctypes``: what a keeper applies to itself before it runs a command.
 
 Contract
 --------
@@ -27,13 +27,15 @@ calling process, and everything it later executes, for good:
 A rule whose path does not exist is skipped. Anything else that fails raises :class:`OSError`:
 the caller must then not run the command (fail closed).
 
-Standard library only, and nothing is imported that the keeper does not already load: the
-keeper imports this module in its forked child, just before ``exec``.
+Standard library only, and as little of it as can be: the keeper imports this module in its
+forked child, just before ``exec``, for every contained command. The C calls go through
+``_ctypes`` itself (:class:`_Libc`), not the ``ctypes`` package, whose import alone would cost
+each command about 3 ms.
 """
 
 from __future__ import annotations
 
-import ctypes
+import _ctypes
 import os
 import struct
 
@@ -68,13 +70,48 @@ SOCK_STREAM = 1
 _EPERM, _EACCES = 1, 13
 
 
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
+class _Long(_ctypes._SimpleCData):  # type: ignore[type-arg]  # ctypes.c_long
+    _type_ = "l"
+
+
+class _Size(_ctypes._SimpleCData):  # type: ignore[type-arg]  # ctypes.c_size_t
+    _type_ = "L"
+
+
+class _Char(_ctypes._SimpleCData):  # type: ignore[type-arg]  # ctypes.c_char
+    _type_ = "c"
+
+
+class _Function(_ctypes.CFuncPtr):  # ctypes.CDLL(None, use_errno=True)'s functions
+    _flags_ = _ctypes.FUNCFLAG_CDECL | _ctypes.FUNCFLAG_USE_ERRNO
+    _restype_ = _Long
+
+
+class _Libc:
+    """The C library's ``syscall``, ``prctl`` and ``capset``; bytes arguments pass as pointers."""
+
+    _handle = _ctypes.dlopen(None)  # type: ignore[arg-type]
+
+    def __init__(self) -> None:
+        self.syscall = _Function(("syscall", self))  # type: ignore[arg-type]
+        self.prctl = _Function(("prctl", self))  # type: ignore[arg-type]
+        self.capset = _Function(("capset", self))  # type: ignore[arg-type]
+
+
+def _libc() -> _Libc:
+    return _Libc()
+
+
+def _address(data: bytes) -> tuple[object, int]:
+    """A C copy of ``data`` and its address (keep the copy alive while the address is used)."""
+    array = type("_Chars", (_ctypes.Array,), {"_type_": _Char, "_length_": len(data)})
+    buffer = array.from_buffer_copy(data)  # type: ignore[attr-defined]
+    return buffer, _ctypes.addressof(buffer)
 
 
 def _check(result: int, what: str) -> int:
     if result < 0:
-        errno = ctypes.get_errno()
+        errno = _ctypes.get_errno()
         raise OSError(errno, f"{what}: {os.strerror(errno)}")
     return result
 
@@ -83,7 +120,7 @@ def landlock_abi() -> int:
     """The Landlock ABI version this kernel offers; 0 when it has none (or it is turned off)."""
     try:
         result = int(
-            _libc().syscall(_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), _CREATE_RULESET_VERSION)
+            _libc().syscall(_LANDLOCK_CREATE_RULESET, None, _Size(0), _CREATE_RULESET_VERSION)
         )
     except (OSError, AttributeError):
         return 0
@@ -121,7 +158,7 @@ def encode(
     return " ".join(tokens)
 
 
-def _add_path_rule(libc: ctypes.CDLL, ruleset: int, path: bytes, rights: int) -> None:
+def _add_path_rule(libc: _Libc, ruleset: int, path: bytes, rights: int) -> None:
     try:
         fd = os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW)
     except (FileNotFoundError, NotADirectoryError):
@@ -138,7 +175,7 @@ def _add_path_rule(libc: ctypes.CDLL, ruleset: int, path: bytes, rights: int) ->
         os.close(fd)
 
 
-def _landlock(libc: ctypes.CDLL, abi: int, tokens: list[str]) -> None:
+def _landlock(libc: _Libc, abi: int, tokens: list[str]) -> None:
     flags = set(tokens)
     fs_rights = _fs_rights(abi) if "fs" in flags else 0
     net_rights = NET_BIND_TCP | NET_CONNECT_TCP if "net" in flags else 0
@@ -152,7 +189,7 @@ def _landlock(libc: ctypes.CDLL, abi: int, tokens: list[str]) -> None:
     size = 24 if abi >= 6 else 16 if abi >= 4 else 8
     attr = struct.pack("=QQQ", fs_rights, net_rights, scoped)[:size]
     ruleset = _check(
-        libc.syscall(_LANDLOCK_CREATE_RULESET, attr, ctypes.c_size_t(size), 0), "landlock_create_ruleset"
+        libc.syscall(_LANDLOCK_CREATE_RULESET, attr, _Size(size), 0), "landlock_create_ruleset"
     )
     try:
         for token in tokens:
@@ -224,14 +261,14 @@ def socket_filter(udp: bool, machine: str | None = None) -> bytes:
     )
 
 
-def _seccomp(libc: ctypes.CDLL, udp: bool) -> None:
+def _seccomp(libc: _Libc, udp: bool) -> None:
     program = socket_filter(udp)
-    buffer = ctypes.create_string_buffer(program, len(program))
-    fprog = struct.pack("=HxxxxxxQ", len(program) // 8, ctypes.addressof(buffer))
+    _buffer, address = _address(program)
+    fprog = struct.pack("=HxxxxxxQ", len(program) // 8, address)
     _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, fprog, 0, 0), "seccomp")
 
 
-def drop_capabilities(libc: ctypes.CDLL) -> None:
+def drop_capabilities(libc: _Libc) -> None:
     """Give up every capability, now and across ``exec``: root confined stays confined."""
     for capability in range(64):
         if libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0:
