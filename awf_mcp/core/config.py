@@ -382,10 +382,29 @@ def parse_settings(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
     return fields
 
 
+def sandbox_widening(policy: SandboxPolicy, subject: str = "Bash and the upstream servers") -> list[str]:
+    """What a ``[sandbox]`` table allows ``subject`` beyond the default, one phrase each (for the
+    trust prompt: widening the sandbox needs the user's approval)."""
+    phrases = []
+    if not policy.contained:
+        phrases.append(f'run {subject} uncontained (mode = "off")')
+    if policy.network:
+        phrases.append(f"let {subject} reach {', '.join(policy.network)}")
+    if policy.allow_write:
+        phrases.append(f"let {subject} write {', '.join(policy.allow_write)}")
+    if policy.env_pass:
+        phrases.append(f"pass {subject} the secret variables {', '.join(policy.env_pass)}")
+    if policy.deny_read:
+        phrases.append(f"hide {', '.join(policy.deny_read)}")
+    return phrases
+
+
 def describe(fields: Mapping[str, Any]) -> list[str]:
     """What a parsed config file (:func:`parse_file`'s fields) would do, one phrase each, most
     dangerous first: the commands it starts and the hosts it connects to, then what it widens."""
     lines: list[str] = []
+    if "sandbox" in fields:
+        lines += sandbox_widening(fields["sandbox"])
     for spec in fields.get("servers", ()):
         if not spec.enabled:
             continue
@@ -394,6 +413,8 @@ def describe(fields: Mapping[str, Any]) -> list[str]:
             lines.append(f"connect to server {spec.name} at {spec.written_url}{env}")
         else:
             lines.append(f"start server {spec.name}: {shlex.join([spec.command, *spec.written_args])}{env}")
+        if spec.sandbox:
+            lines += sandbox_widening(SandboxPolicy().for_server(spec.sandbox), f"server {spec.name}")
     if fields.get("roots"):
         lines.append(f"confine the tools to {', '.join(fields['roots'])}")
     if fields.get("builtins") is False:

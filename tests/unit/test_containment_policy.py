@@ -222,3 +222,20 @@ def test_carved_rules_follow_a_directory_created_later(tmp_path: Path) -> None:
     (tmp_path / "home" / "new").mkdir()
     assert str(tmp_path / "home" / "new") in carved(str(tmp_path), excluded)
     assert str(tmp_path / "home" / "new") not in before
+
+
+def test_the_trust_prompt_names_what_a_sandbox_table_widens(tmp_path: Path) -> None:
+    from awf_mcp.core import config
+
+    path = tmp_path / "awf-mcp.toml"
+    path.write_text(
+        '[sandbox]\nnetwork = ["*"]\nallow_write = ["~"]\nenv_pass = ["GITHUB_TOKEN"]\n'
+        '[servers.x]\ncommand = "true"\n[servers.x.sandbox]\nmode = "off"\n'
+    )
+    said = config.describe(config.parse_file(path))
+    assert "let Bash and the upstream servers reach *" in said
+    assert "let Bash and the upstream servers write ~" in said
+    assert "pass Bash and the upstream servers the secret variables GITHUB_TOKEN" in said
+    assert 'run server x uncontained (mode = "off")' in said
+    path.write_text('[sandbox]\ndeny_read = ["~/private"]\n')
+    assert config.describe(config.parse_file(path)) == ["hide ~/private"]

@@ -119,9 +119,7 @@ def _check(result: int, what: str) -> int:
 def landlock_abi() -> int:
     """The Landlock ABI version this kernel offers; 0 when it has none (or it is turned off)."""
     try:
-        result = int(
-            _libc().syscall(_LANDLOCK_CREATE_RULESET, None, _Size(0), _CREATE_RULESET_VERSION)
-        )
+        result = int(_libc().syscall(_LANDLOCK_CREATE_RULESET, None, _Size(0), _CREATE_RULESET_VERSION))
     except (OSError, AttributeError):
         return 0
     return max(result, 0)
@@ -188,9 +186,7 @@ def _landlock(libc: _Libc, abi: int, tokens: list[str]) -> None:
         return
     size = 24 if abi >= 6 else 16 if abi >= 4 else 8
     attr = struct.pack("=QQQ", fs_rights, net_rights, scoped)[:size]
-    ruleset = _check(
-        libc.syscall(_LANDLOCK_CREATE_RULESET, attr, _Size(size), 0), "landlock_create_ruleset"
-    )
+    ruleset = _check(libc.syscall(_LANDLOCK_CREATE_RULESET, attr, _Size(size), 0), "landlock_create_ruleset")
     try:
         for token in tokens:
             kind, _, value = token.partition(":")
