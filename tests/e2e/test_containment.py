@@ -51,7 +51,7 @@ from tests.helpers.containment import (
     split,
     unprivileged,
 )
-from tests.helpers.harness import report, server_command, text_of
+from tests.helpers.harness import mcp_session, report, server_command, text_of
 
 pytestmark = pytest.mark.e2e
 
@@ -360,3 +360,40 @@ def test_with_mode_off_every_escape_gets_through_for_an_unprivileged_user(runs: 
     run = runs.get("off", None, "bash", "nobody")
     leaked_everything(run)
     did_all_work(run)
+
+
+def test_without_a_backend_bash_and_upstreams_are_refused_not_run_open(tmp_path: Path) -> None:
+    """Fail closed: where no backend works, nothing runs, and one sentence says why and what to set.
+
+    ``AWF_MCP_SANDBOX_BACKEND`` names a backend this machine cannot have; the control is the
+    same server with ``mode = "off"``, where the command and the upstream both run.
+    """
+    marker = tmp_path / "ran"
+    server = tmp_path / "server.py"
+    server.write_text(f"import pathlib; pathlib.Path({str(marker)!r} + '-server').touch()\n")
+    results: dict[str, tuple[bool, str, list[str]]] = {}
+
+    async def drive(mode: str) -> None:
+        config = tmp_path / f"{mode}.toml"
+        probe = f"[servers.probe]\ncommand = {sys.executable!r}\nargs = [{str(server)!r}]\n"
+        config.write_text(f'[sandbox]\nmode = "{mode}"\n{probe}')
+        env = {"AWF_MCP_SANDBOX_BACKEND": "no-such-backend"}
+        with tempfile.TemporaryFile(mode="w+") as errlog:
+            async with mcp_session(
+                "--root", str(tmp_path), "--config", str(config), env=env, errlog=errlog
+            ) as session:
+                result = await session.call_tool("Bash", {"command": f"touch {marker}-{mode}"})
+            errlog.seek(0)
+            results[mode] = (bool(result.is_error), text_of(result), errlog.read().splitlines())
+
+    anyio.run(drive, "contained")
+    assert not Path(f"{marker}-server").exists()  # the upstream was not started either
+    anyio.run(drive, "off")
+    refused, said, log = results["contained"]
+    assert refused and "the sandbox cannot contain this process" in said and 'mode = "off"' in said, said
+    assert "no-such-backend" in said
+    assert not Path(f"{marker}-contained").exists()
+    assert any("probe" in line and "sandbox" in line for line in log), log
+    ran, said_off, _log = results["off"]
+    assert not ran and Path(f"{marker}-off").exists(), said_off
+    assert Path(f"{marker}-server").exists()  # the control: with mode = "off" the upstream was started
