@@ -289,12 +289,12 @@ async def test_a_script_the_agent_overwrites_does_not_run_without_the_users_appr
         redirected = await session.call_tool(
             "Write", {"path": "awf-mcp.toml", "content": '[plugins.scripts]\napprovals = "/tmp/none.json"\n'}
         )
-        assert not redirected.is_error
-    assert not (root / "pwned.txt").exists()
+        # The sandbox keeps the root's awf-mcp.toml read-only (and unapproved it would be ignored).
+        assert redirected.is_error and "read-only inside the root" in text_of(redirected)
+    assert not (root / "pwned.txt").exists() and not (root / "awf-mcp.toml").exists()
     async with mcp_session("--exclude", "Bash", cwd=root, env=env) as session:  # a restart approves nothing
         again = await session.call_tool("scripts_hello", {})
     assert again.is_error and not (root / "pwned.txt").exists()
-    (root / "awf-mcp.toml").unlink()
     approve_scripts(root / ".awf-tools")
     async with mcp_session("--exclude", "Bash", cwd=root, env=env) as session:
         approved = await session.call_tool("scripts_hello", {})

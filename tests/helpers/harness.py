@@ -346,16 +346,21 @@ def find_process(ancestor: int, needle: bytes) -> int:
 
 
 def marked_pids(marker: str) -> list[int]:
-    """Live processes whose command line contains ``marker``."""
+    """Live processes whose command line contains ``marker``.
+
+    The sandbox's ``bwrap`` carries the command it runs on its own command line: it is the
+    wrapper of a marked process, not one more, and is left out.
+    """
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            wrapper = Path(f"/proc/{entry}/comm").read_bytes().strip() == b"bwrap"
         except OSError:
             continue
-        if marker.encode() in cmdline and alive(int(entry)):
+        if marker.encode() in cmdline and not wrapper and alive(int(entry)):
             found.append(int(entry))
     return found
 

@@ -34,7 +34,7 @@ def test_a_command_not_on_path_is_named() -> None:
 def test_an_early_launch_is_claimed_once_and_only_with_the_same_key() -> None:
     env = dict(os.environ)
     key = launch_key(sys.executable, SLEEPER, env, "")
-    launch_early({"same": key, "changed": key})
+    launch_early({"same": (key, ()), "changed": (key, ())})
     process = claim("same", key)
     assert process is not None and process.poll() is None
     assert claim("same", key) is None  # handed over once
