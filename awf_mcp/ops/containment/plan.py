@@ -278,19 +278,6 @@ class Confinement:
             )
         return None
 
-    def describe(self) -> str:
-        """What a contained process of this kind may write and reach, for the model and the user."""
-        writable = ", ".join(self.layout.writable)
-        if self.layout.network == "none":
-            network = "the network is off"
-        elif self.layout.network == "open":
-            network = "the network is open"
-        else:
-            network = (
-                f"only these hosts are reachable, through awf-mcp's proxy: {', '.join(self.layout.hosts)}"
-            )
-        return f"writable: {writable}; {network}"
-
 
 def unavailable_message(reason: str) -> str:
     """The one sentence a refused start says: the cause and the setting that accepts running open."""
