@@ -341,11 +341,15 @@ def _select_proxy_tools(
     exposed: set[str] = set()
     for selection in settings.plugin_tools:
         record = by_name.get(selection.plugin)
+        if record is None and lenient:
+            continue  # prompts merged by these rules: a plugin that offers none is not among them
         if record is None or record.source == BUILTIN_SOURCE:
             known = ", ".join(sorted(r.name for r in records if r.source != BUILTIN_SOURCE)) or "none"
             raise ConfigError(
                 f"plugin_tools names plugin '{selection.plugin}', which is not installed "
-                f"(installed plugins: {known})",
+                f"(installed plugins: {known}); install it with `awf-mcp plugins install NAME-OR-PATH` "
+                f"(pip or a directory; awf-mcp's examples are awf-plugin-echo, -guard, -scripts and "
+                f"-sqlite in its source's plugins/), then check with `awf-mcp plugins list`",
                 code=f"{PROXY_CODE}.UNKNOWN_PLUGIN",
             )
         if not record.ok:
