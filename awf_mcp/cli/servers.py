@@ -173,11 +173,10 @@ def servers_list(
             )
         return
     from rich.console import Console
-    from rich.table import Table
 
-    from awf_mcp.cli.terminal import shown
+    from awf_mcp.cli.terminal import print_table, shown
 
-    table = Table("server", "transport", "state", "tools", "held")
+    cells = []
     for row in rows:
         if row["state"] == "needs sign-in":
             lines = [f"needs sign-in: run {row['fix']}"]
@@ -188,14 +187,13 @@ def servers_list(
             elif row["fix"]:
                 lines.append(f"to sign in again: {row['fix']}")
         lines += row["left_out"]
-        state = "\n".join(shown(line) for line in lines)  # each line inert, the breaks kept
-        tools = ", ".join(row["tools"]) if row["tools"] else "-"
+        tools = [", ".join(row["tools"]) if row["tools"] else "-"]
         if offered(row["offers"]):
-            tools += f"\n+ {offered(row['offers'])}"
+            tools.append(f"+ {offered(row['offers'])}")
         held = ", ".join(hold["name"] for hold in row["held"]) if row["held"] else "-"
-        table.add_row(shown(row["name"]), row["transport"], state, shown(tools), shown(held))
-    console = Console(highlight=False)
-    console.print(table)
+        cells.append([row["name"], row["transport"], lines, tools, held])
+    print_table(None, ["server", "transport", "state", "tools", "held"], cells)
+    console = Console(highlight=False, soft_wrap=True)
     for row in rows:
         for hold in row["held"]:
             console.print(

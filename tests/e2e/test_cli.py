@@ -221,3 +221,43 @@ def test_plugins_list_shows_each_plugins_prompts_and_resources_beside_its_tools(
     assert table.returncode == 0, table.stderr
     [row] = [line for line in table.stdout.splitlines() if "notes_count" in line]
     assert "notes_summarize" in row and "notes://all, notes://by-topic/{topic}" in row
+
+
+PIPED_LISTINGS = [
+    (("tools", "list"), ["name", "source", "description"], "BashOutput", "an exited job with a non-zero"),
+    (("plugins", "list"), ["name", "distribution", "version", "status"], "notes", "notes_count"),
+    (("prompts", "list"), ["name"], "notes_summarize", "plugin:notes"),
+    (("resources", "list"), ["uri"], "notes://all", "plugin:notes"),
+    (("servers", "list"), ["server", "transport", "state", "tools", "held"], "fake", "fake_progress, fake_wait"),
+]
+
+
+@pytest.mark.parametrize(("command", "header", "name", "value"), PIPED_LISTINGS, ids=lambda v: str(v))
+def test_a_listing_in_a_pipe_prints_whole_values_one_row_a_line(
+    tmp_path: Path, command: tuple[str, ...], header: list[str], name: str, value: str
+) -> None:
+    """At 80 columns in a pipe, a listing is tab-separated, a row a line, nothing cut with '…'."""
+    from tests.helpers.distributions import make_distribution
+
+    plugins = make_distribution(
+        tmp_path / "plugins",
+        dist="awf-plugin-notes",
+        plugin="notes",
+        module="awf_notes",
+        source=OFFERING_PLUGIN,
+    )
+    fake = Path(__file__).resolve().parents[1] / "upstreams" / "fake_upstream.py"
+    config = tmp_path / "awf.toml"  # the user's own: outside the working directory
+    config.write_text(f"[servers.fake]\ncommand = {sys.executable!r}\nargs = [{str(fake)!r}]\n")
+    extra = ("--config", str(config)) if command[0] == "servers" else ()
+    env = {"AWF_MCP_PLUGIN_PATH": str(plugins), "AWF_MCP_PLUGINS": "notes,testkit", "AWF_MCP_NO_PLUGINS": ""}
+    (tmp_path / "work").mkdir()
+    done = awf(*command, *extra, cwd=tmp_path / "work", COLUMNS="80", **env)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split("\t")[: len(header)] == header, lines[0]
+    assert "…" not in done.stdout and "│" not in done.stdout
+    width = len(lines[0].split("\t"))
+    assert all(len(line.split("\t")) == width for line in lines), lines
+    [row] = [line for line in lines[1:] if line.split("\t")[0] == name]
+    assert value.lower() in row.lower(), row
