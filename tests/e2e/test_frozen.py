@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +30,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 import awf_mcp
 from tests.helpers.dns import dns_server
-from tests.helpers.harness import alive, children_of, parent_of, text_of
+from tests.helpers.harness import alive, children_of, marked_pids, parent_of, text_of, wait_until
 from tests.helpers.remote import remote_upstream, tls_files
 
 BINARY = os.environ.get("AWF_MCP_BINARY", "")
@@ -212,10 +213,11 @@ async def test_a_start_unpacks_few_files_and_the_metadata_as_one_zip(
 @pytest.mark.anyio
 async def test_a_bash_call_does_not_unpack_the_bundle_again(home: dict[str, str], tmp_path: Path) -> None:
     """The keeper is the binary started again: it runs from the server's own unpacked bundle."""
-    _, params = serving_with_own_tmpdir(home, tmp_path)
+    scratch, params = serving_with_own_tmpdir(home, tmp_path)
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
-        result = await session.call_tool("Bash", {"command": 'ls -d "$TMPDIR"/*'})
+        # The server's $TMPDIR by name: a contained command's own $TMPDIR is a private one.
+        result = await session.call_tool("Bash", {"command": f"ls -d {scratch}/*"})
     assert not result.is_error, text_of(result)
     unpacked = [line for line in text_of(result).splitlines() if "/_MEI" in line or "/staticx-" in line]
     assert len(unpacked) == 1, text_of(result)  # the server's; a keeper of its own would add one
@@ -228,6 +230,7 @@ def test_sigkill_of_the_server_ends_the_bash_command_it_runs(home: dict[str, str
     """
     scratch = tmp_path / "tmp"
     scratch.mkdir()
+    marker = f"awf-frozen-sleeper-{uuid.uuid4().hex}"
     process = subprocess.Popen(
         [BINARY, "serve", "--root", str(tmp_path)],
         stdin=subprocess.PIPE,
@@ -240,7 +243,10 @@ def test_sigkill_of_the_server_ends_the_bash_command_it_runs(home: dict[str, str
         "jsonrpc": "2.0",
         "id": 3,
         "method": "tools/call",
-        "params": {"name": "Bash", "arguments": {"command": "echo $$ > sleeper.pid; exec sleep 300"}},
+        "params": {
+            "name": "Bash",
+            "arguments": {"command": f"echo started > sleeper.pid; exec -a {marker} sleep 300"},
+        },
     }
     sleeper = 0
     try:
@@ -254,8 +260,8 @@ def test_sigkill_of_the_server_ends_the_bash_command_it_runs(home: dict[str, str
         while not (pid_file.exists() and pid_file.read_text().strip()):
             assert time.monotonic() < deadline, "the Bash command did not start"
             time.sleep(0.05)
-        sleeper = int(pid_file.read_text())
-        assert alive(sleeper)
+        assert wait_until(lambda: len(marked_pids(marker)) == 1)  # its pid as seen from here, not $$
+        (sleeper,) = marked_pids(marker)
         (server,) = [pid for pid in children_of(process.pid) if parent_of(pid) == process.pid]
         os.kill(server, signal.SIGKILL)  # the Python server under the bootloader, as the OOM killer would
         deadline = time.monotonic() + 10
