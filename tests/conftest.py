@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from importlib import metadata
 from pathlib import Path
 
@@ -27,9 +27,12 @@ def root(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def tools(root: Path) -> BuiltinTools:
-    """The built-in tools confined to ``root``."""
-    return BuiltinTools(Sandbox([str(root)]))
+async def tools(root: Path) -> AsyncIterator[BuiltinTools]:
+    """The built-in tools confined to ``root``, closed in the test's own event loop (Bash keeps a
+    keeper waiting for its next command, as a server does until it stops)."""
+    provider = BuiltinTools(Sandbox([str(root)]))
+    yield provider
+    await provider.close()
 
 
 def testkit_installed() -> bool:

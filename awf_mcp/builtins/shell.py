@@ -41,6 +41,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
+import subprocess
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -61,6 +63,10 @@ from awf_mcp.ports import CallContext, ToolError, ToolResult, current_call
 
 _POLL_SECONDS = 0.2
 _FINAL_DRAIN_SECONDS = 1.0
+_KEEPER_ENVIRONMENT = {
+    name: value for name, value in os.environ.items() if name in ("LANG", "LC_ALL", "LC_CTYPE")
+}
+"""A waiting keeper's own environment: its command brings the command's."""
 CALL_MARKER = "AWF_MCP_BASH_CALL"
 """The environment variable naming the call in every process a Bash command starts."""
 
@@ -127,6 +133,8 @@ class ShellRunner:
         self.outputs = outputs or OutputDir()
         self._subreaper = False
         self._calls = 0
+        self._warm: tuple[anyio.abc.Process, socket.socket] | None = None
+        self._closed = False
 
     def checked(self, sandbox: Sandbox, arguments: Mapping[str, Any]) -> tuple[str, str]:
         """The command and the resolved working directory of a Bash call, or :class:`ToolError`."""
@@ -150,21 +158,16 @@ class ShellRunner:
         marker = f"{os.getpid()}-{self._calls}"
         confinement = contained(sandbox)
         started_at = time.monotonic()
+        argv, env = [shell_path(), "-c", command], {**child_environment(), CALL_MARKER: marker}
+        if confinement is not None:
+            argv, env = confinement.command(argv, env)
         cwd_fd = sandbox.open_dir(cwd)
-        keeper, env = children.kept_command(
-            [shell_path(), "-c", command],
-            {**child_environment(), CALL_MARKER: marker},
-            cwd_fd=cwd_fd,
-            grace=BASH_KILL_GRACE,
-            confinement=confinement,
-        )
         try:
-            process = await anyio.open_process(keeper, **children.spawn_options(env, cwd_fd))
-        except OSError as exc:
-            raise ToolError(f"cannot start the shell: {exc.strerror or exc}") from exc
+            process = await self._warm_keeper(argv, env, cwd_fd) or await self._cold_keeper(argv, env, cwd_fd)
         finally:
             os.close(cwd_fd)
         self._running[process.pid] = process
+        await self._prewarm()
         keep = budget.current_budget()
         stdout = self.outputs.new_log("bash.stdout", keep)
         stderr = self.outputs.new_log("bash.stderr", keep)
@@ -187,6 +190,57 @@ class ShellRunner:
             start, end, _whole = stderr.text()
             note = confinement.refusal_note(start + end, started_at)
         return _result(outcome, process.returncode, timeout, stdout, stderr, note)
+
+    async def _cold_keeper(self, argv: list[str], env: dict[str, str], cwd_fd: int) -> anyio.abc.Process:
+        """A keeper started now for ``argv``."""
+        keeper, keeper_env = children.kept_command(argv, env, cwd_fd=cwd_fd, grace=BASH_KILL_GRACE)
+        try:
+            return await anyio.open_process(keeper, **children.spawn_options(keeper_env, cwd_fd))
+        except OSError as exc:
+            raise ToolError(f"cannot start the shell: {exc.strerror or exc}") from exc
+
+    async def _warm_keeper(
+        self, argv: list[str], env: dict[str, str], cwd_fd: int
+    ) -> anyio.abc.Process | None:
+        """The waiting keeper (:func:`~awf_mcp.ops.children.warm_keeper`) handed ``argv``; ``None``
+        when there is none, or it is gone (then it is reaped)."""
+        warm, self._warm = self._warm, None
+        if warm is None:
+            return None
+        process, control = warm
+        try:
+            if process.returncode is None:
+                children.send_command(control, argv, env, cwd_fd)
+                return process
+        except OSError:
+            pass
+        finally:
+            control.close()
+        await stop_group(process)
+        await process.aclose()
+        return None
+
+    async def _prewarm(self) -> None:
+        """Start the keeper of the next call now, while this call's command runs."""
+        if self._warm is not None or self._closed:
+            return
+        keeper, env, control, fd = children.warm_keeper(_KEEPER_ENVIRONMENT, BASH_KILL_GRACE)
+        try:
+            process = await anyio.open_process(
+                keeper,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                start_new_session=True,
+                pass_fds=(fd,),
+            )
+        except OSError:
+            control.close()
+            return
+        finally:
+            os.close(fd)
+        self._warm = (process, control)
 
     async def _supervise(
         self,
@@ -239,6 +293,13 @@ class ShellRunner:
 
     async def close(self) -> None:
         """Stop every process group still running, and those left behind by finished commands."""
+        self._closed = True
+        if self._warm is not None:
+            process, control = self._warm
+            self._warm = None
+            control.close()  # an idle keeper exits at EOF
+            await stop_group(process)
+            await process.aclose()
         for process in list(self._running.values()):
             await stop_group(process)
         for pgid in list(self._lingering):

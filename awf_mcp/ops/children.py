@@ -37,7 +37,7 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the keeper imports as little 
 if TYPE_CHECKING:
     import signal
     from collections.abc import Callable, Mapping, Sequence
-    from typing import Protocol, TypedDict
+    from typing import Any, Protocol, TypedDict
 
     class Confining(Protocol):
         """What :func:`kept_command` needs of a :class:`~awf_mcp.ops.containment.plan.Confinement`."""
@@ -156,18 +156,81 @@ def kept_command(
     """
     if confinement is not None:
         argv, env = confinement.command(argv, env, named)
+    runner, env = _runner(env)
+    keeper = [*runner, str(os.getpid()), str(-1 if cwd_fd is None else cwd_fd), repr(grace)]
+    passed = {f"{KEEPER_ARGV}_{index}": argument for index, argument in enumerate(argv)}
+    return keeper, {**env, KEEPER_ARGV: str(len(argv)), **passed}
+
+
+def _runner(env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The command line that starts a keeper, and the environment it is started with."""
     if getattr(sys, "frozen", False):  # the one-file binary: its entry point dispatches KEEPER_COMMAND
         from awf_mcp.ops.childenv import reentry_environment
 
         # Started with the bootloader's variables, it runs in place from this process's bundle:
         # no second unpacking, and no second bootloader between this process and the keeper.
-        runner, env = [sys.executable, KEEPER_COMMAND], reentry_environment(env)
-    else:
-        runner = [sys.executable, "-I", "-S", _compiled_keeper()]
-        env = {**env, KEEPER_PACKAGE: _CONTAINMENT}
-    keeper = [*runner, str(os.getpid()), str(-1 if cwd_fd is None else cwd_fd), repr(grace)]
-    passed = {f"{KEEPER_ARGV}_{index}": argument for index, argument in enumerate(argv)}
-    return keeper, {**env, KEEPER_ARGV: str(len(argv)), **passed}
+        return [sys.executable, KEEPER_COMMAND], reentry_environment(env)
+    return [sys.executable, "-I", "-S", _compiled_keeper()], {**env, KEEPER_PACKAGE: _CONTAINMENT}
+
+
+WARM = "warm:"
+"""The ``CWD_FD`` argument of a warm keeper: ``warm:FD``, the socket its command will come on."""
+
+
+def warm_keeper(
+    env: Mapping[str, str], grace: float = DEFAULT_GRACE
+) -> tuple[list[str], dict[str, str], Any, int]:
+    """A keeper started ahead of its command (a *warm* keeper): its command line and environment,
+    this end of the socket its command is sent on (:func:`send_command`), and the descriptor of
+    the other end.
+
+    The keeper starts, arms its death signal, imports what it needs and then waits, so that a
+    command sent later skips the interpreter's start (about 7 ms). Pass the descriptor in
+    ``pass_fds`` and ``os.close`` it once the keeper started. Closing this end makes an idle
+    keeper exit.
+    """
+    import socket
+
+    ours, theirs = socket.socketpair()
+    runner, env = _runner(env)
+    fd = theirs.detach()
+    return [*runner, str(os.getpid()), f"{WARM}{fd}", repr(grace)], env, ours, fd
+
+
+def send_command(control: Any, argv: Sequence[str], env: Mapping[str, str], cwd_fd: int) -> None:
+    """Hand a warm keeper its command: ``argv`` with ``env`` in ``cwd_fd`` (sent as a descriptor,
+    never looked up by name again). :class:`OSError` when the keeper is gone."""
+    import socket
+
+    fields = [str(len(argv)).encode(), *(os.fsencode(a) for a in argv)]
+    fields += [os.fsencode(f"{name}={value}") for name, value in env.items()]
+    payload = b"\0".join(fields)
+    socket.send_fds(control, [len(payload).to_bytes(8, "big")], [cwd_fd])
+    control.sendall(payload)
+
+
+def _receive_command(control: int) -> tuple[list[str], dict[str, str], int]:
+    """In a warm keeper: its command, environment and working-directory descriptor (EOF: exit)."""
+    import socket
+
+    sock = socket.socket(fileno=control)
+    header, fds, _flags, _address = socket.recv_fds(sock, 8, 1)
+    if len(header) < 8:
+        os._exit(0)  # the server closed its end without a command: nothing to keep
+    remaining = int.from_bytes(header, "big")
+    chunks = []
+    while remaining > 0:
+        chunk = sock.recv(min(remaining, 1 << 16))
+        if not chunk:
+            os._exit(0)
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    sock.close()
+    fields = b"".join(chunks).split(b"\0")
+    count = int(fields[0])
+    argv = [os.fsdecode(field) for field in fields[1 : 1 + count]]
+    env = dict(os.fsdecode(field).partition("=")[::2] for field in fields[1 + count :] if field)
+    return argv, env, fds[0] if fds else -1
 
 
 KEEPER_PACKAGE = "AWF_MCP_KEEPER_PACKAGE"
@@ -350,17 +413,29 @@ CONFINE_VARIABLE = "AWF_MCP_KEEPER_CONFINE"
 CANNOT_CONFINE = 126
 
 
+def _preload() -> None:
+    """Import now what confining a command needs (a warm keeper does, while it waits)."""
+    import contextlib
+
+    with contextlib.suppress(ImportError):
+        _kernel()
+
+
+def _kernel() -> Any:
+    if getattr(sys, "frozen", False):
+        from awf_mcp.ops.containment import kernel
+    else:
+        import kernel  # type: ignore[import-not-found,no-redef]  # from KEEPER_PACKAGE (see main)
+    return kernel
+
+
 def _confine(spec: str, argv: list[str]) -> list[str]:
     """In the forked child: confine it for good, or end it (the command must not run open).
 
     Returns the command line to run (a wrapper may take part of the sandbox as an argument)."""
     try:
-        if getattr(sys, "frozen", False):
-            from awf_mcp.ops.containment import kernel
-        else:
-            import kernel  # type: ignore[import-not-found,no-redef]  # from KEEPER_PACKAGE (see main)
-
-        return kernel.confine(spec, argv)
+        confined: list[str] = _kernel().confine(spec, argv)
+        return confined
     except (OSError, ImportError) as exc:
         os.write(2, f"awf-mcp: the sandbox could not be set up, so nothing was run: {exc}\n".encode())
         os._exit(CANNOT_CONFINE)
@@ -441,16 +516,26 @@ def run_frozen_keeper(args: list[str]) -> None:
 
 
 def main(args: list[str]) -> None:
-    """``children.py PARENT_PID CWD_FD GRACE`` with the command in ``$AWF_MCP_KEEPER_ARGV``."""
-    if len(args) != 3 or not os.environ.get(KEEPER_ARGV):
+    """``children.py PARENT_PID CWD_FD GRACE`` with the command in ``$AWF_MCP_KEEPER_ARGV``; or,
+    warm (``CWD_FD`` is ``warm:FD``), the command to come on socket FD (:func:`warm_keeper`)."""
+    if len(args) != 3 or not (os.environ.get(KEEPER_ARGV) or args[1].startswith(WARM)):
         raise SystemExit(f"usage: {KEEPER_ARGV}=COMMAND children.py PARENT_PID CWD_FD GRACE")
     parent, cwd_fd, grace = args
-    argv = [os.environ.pop(f"{KEEPER_ARGV}_{index}") for index in range(int(os.environ.pop(KEEPER_ARGV)))]
-    confine = os.environ.pop(CONFINE_VARIABLE, "")
     package = os.environ.pop(KEEPER_PACKAGE, "")
-    if confine and package:
+    if package:
         sys.path.insert(0, package)
-    code = keep(int(parent), int(cwd_fd), float(grace), argv, confine)
+    if cwd_fd.startswith(WARM):
+        set_death_signal(signal.SIGTERM)  # the server may die while this keeper waits
+        if os.getppid() != int(parent):
+            os._exit(128 + signal.SIGTERM)
+        _preload()
+        argv, env, cwd = _receive_command(int(cwd_fd.removeprefix(WARM)))
+        os.environ.clear()
+        os.environ.update(env)
+    else:
+        argv = [os.environ.pop(f"{KEEPER_ARGV}_{index}") for index in range(int(os.environ.pop(KEEPER_ARGV)))]
+        cwd = int(cwd_fd)
+    code = keep(int(parent), cwd, float(grace), argv, os.environ.pop(CONFINE_VARIABLE, ""))
     if code < 0:
         if -code not in (signal.SIGKILL, signal.SIGSTOP):  # these cannot be handled, nor reset
             signal.signal(-code, signal.SIG_DFL)

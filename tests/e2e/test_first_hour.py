@@ -73,7 +73,8 @@ def newcomer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Newcomer]:
         ["bash", "-c", command], cwd=clone, env=env, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0, f"README command 1 failed: {command}\n{done.stdout}\n{done.stderr}"
-    assert "8 tools" in done.stdout
+    listed = done.stdout[done.stdout.index("name\tsource\tdescription") :].splitlines()[1:]
+    assert [line.split("\t")[0] for line in listed] == BUILTINS  # in a pipe, one tool a line
     project = base / "project"
     project.mkdir()
     yield Newcomer(clone, project, env)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from awf_mcp.budget import MAX_BUDGET
-from awf_mcp.builtins import BuiltinTools, awf_mcp_register_tools
+from awf_mcp.builtins import BuiltinTools, Sandbox, awf_mcp_register_tools
 from awf_mcp.builtins.limits import BINARY_SNIFF_BYTES, LINE_SHOW_CHARS, MAX_FILE_BYTES, READ_DEFAULT_LINES
 from awf_mcp.ports import PluginContext, ToolError, ToolProvider, ToolResult
 from tests.helpers.providers import call_with_budget
@@ -37,8 +37,8 @@ def leftovers(directory: Path) -> list[str]:
 # --- provider ---------------------------------------------------------------------------------------
 
 
-def test_definitions_are_sorted_strict_schemas_with_annotations(tools: BuiltinTools) -> None:
-    definitions = tools.list_tools()
+def test_definitions_are_sorted_strict_schemas_with_annotations(root: Path) -> None:
+    definitions = BuiltinTools(Sandbox([str(root)])).list_tools()
     names = ["Bash", "BashOutput", "Edit", "Glob", "Grep", "KillShell", "Read", "Write"]
     assert [d.name for d in definitions] == names
     expected_args = {
