@@ -190,7 +190,11 @@ class JobTable:
             if job is None or job.owner != owner:
                 own = [j for j in self._jobs.values() if j.owner == owner]
                 known = ", ".join(f"{j.id} ({j.state()})" for j in own) or "none"
-                raise ToolError(f"no background job {job_id!r}; the jobs are: {known}")
+                raise ToolError(
+                    f"no background job {job_id!r}; the jobs are: {known}. A job lives as long as the "
+                    "session that started it: a new session (a restarted server, or a client that opens "
+                    "one per call) has none of the last one's jobs"
+                )
             return job
 
     def output(self, job_id: object, owner: Hashable | None = None) -> ToolResult:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from awf_mcp.core.config import ServeOptions
+from awf_mcp.errors import did_you_mean
 
 SERVE_DESCRIPTION = (
     "Serve MCP over stdin/stdout (or Streamable HTTP): the command an agent's MCP configuration runs."
@@ -275,9 +276,30 @@ class LaunchOptions:
     state_key_file: str | None = None
 
 
+FLAG_HINTS = {"--http": "--transport http", "--stdio": "--transport stdio", "--sse": "--transport http"}
+"""Flags other servers take, and what ``serve`` calls them."""
+
+
+class _ServeParser(argparse.ArgumentParser):
+    """argparse, with a way forward for an option it does not know."""
+
+    def error(self, message: str) -> Any:
+        if message.startswith("unrecognized arguments:"):
+            known = [option.flag for option in SERVE_OPTIONS]
+            hints = []
+            for word in message.split(":", 1)[1].split():
+                flag = word.split("=")[0]
+                hint = f"use '{FLAG_HINTS[flag]}'" if flag in FLAG_HINTS else did_you_mean(flag, known)
+                if flag.startswith("--") and hint:
+                    hints.append(f"{flag}: {hint}")
+            if hints:
+                message += " (" + "; ".join(hints) + ")"
+        return super().error(message)
+
+
 def serve_parser() -> argparse.ArgumentParser:
     """The :mod:`argparse` parser of ``awf-mcp serve``, generated from :data:`SERVE_OPTIONS`."""
-    parser = argparse.ArgumentParser(prog="awf-mcp serve", description=SERVE_DESCRIPTION)
+    parser = _ServeParser(prog="awf-mcp serve", description=SERVE_DESCRIPTION)
     for option in SERVE_OPTIONS:
         if option.kind is bool:
             parser.add_argument(option.flag, dest=option.field, action="store_true", help=option.help)

@@ -98,7 +98,8 @@ class InstallReport:
         added = ", ".join(f"{n} {v}" for n, v in self.installed) or "nothing new"
         line = f"installed plugin {names} into {self.target}: {added}"
         if self.skipped_bundled:
-            line += f"; {len(self.skipped_bundled)} already bundled with awf-mcp"
+            bundled = ", ".join(f"{name} {version}" for name, version in self.skipped_bundled)
+            line += f"; already bundled with awf-mcp, so not installed again: {bundled}"
         return line
 
 

@@ -187,7 +187,10 @@ def server_state(name: str) -> str:
     """An upstream server's own writable state directory (under awf-mcp's state, yet not denied)."""
     state = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     path = os.path.join(state, "awf-mcp", "servers", name)
-    os.makedirs(path, mode=0o700, exist_ok=True)
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    except OSError:
+        return ""  # a home that cannot hold one (nobody's /nonexistent): the server goes without
     return path
 
 
@@ -205,7 +208,7 @@ def layout(kind: Kind, policy: SandboxPolicy, roots: Sequence[str], server: str 
         *policies.expand(policies.PACKAGE_CACHES),
         *policies.expand(policy.allow_write),
     ]
-    if kind == "server":
+    if kind == "server" and server_state(server):
         writable.append(server_state(server))
     read_only = [
         os.path.join(root, protected) for root in real_roots for protected in policies.PROTECTED_IN_ROOTS
