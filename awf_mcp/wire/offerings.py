@@ -96,12 +96,27 @@ class OfferingHandlers:
         if "subscribe" in catalog.offers:
             listen.subscriptions = self
 
-    def register(self, server: Server[Any]) -> None:
-        """Register the handlers of what the catalog offers on ``server``."""
+    def register(self, server: Server[Any]) -> frozenset[str]:
+        """Register the handlers of what the catalog offers on ``server``; return the capabilities
+        that are answered but not to be advertised.
+
+        What nothing offers still has its list methods answered, with an empty list: the spec
+        allows ``-32601``, but some clients (the Inspector CLI, langchain's session) fail on it.
+        """
         offers = self.catalog.offers
+        unadvertised: set[str] = set()
         if "prompts" in offers:
             server.add_request_handler("prompts/list", types.PaginatedRequestParams, self._list_prompts)
             server.add_request_handler("prompts/get", types.GetPromptRequestParams, self._get_prompt)
+        else:
+            server.add_request_handler("prompts/list", types.PaginatedRequestParams, _no_prompts)
+            unadvertised.add("prompts")
+        if "resources" not in offers:
+            server.add_request_handler("resources/list", types.PaginatedRequestParams, _no_resources)
+            server.add_request_handler(
+                "resources/templates/list", types.PaginatedRequestParams, _no_templates
+            )
+            unadvertised.add("resources")
         if "resources" in offers:
             server.add_request_handler("resources/list", types.PaginatedRequestParams, self._list_resources)
             server.add_request_handler(
@@ -119,6 +134,7 @@ class OfferingHandlers:
             server.add_request_handler("completion/complete", types.CompleteRequestParams, self._complete)
         if "logging" in offers:
             server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, self._set_level)
+        return frozenset(unadvertised)
 
     @property
     def can_change(self) -> bool:
@@ -317,3 +333,17 @@ class OfferingHandlers:
         for session, wanted in list(self._log_sessions.values()):
             if LOG_LEVELS.index(level) >= LOG_LEVELS.index(wanted):
                 self._soon(session.send_log_message(level, data, logger=visible_text(logger)))
+
+
+async def _no_prompts(_ctx: Any, _params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+    return types.ListPromptsResult(prompts=[])
+
+
+async def _no_resources(_ctx: Any, _params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+    return types.ListResourcesResult(resources=[])
+
+
+async def _no_templates(
+    _ctx: Any, _params: types.PaginatedRequestParams | None
+) -> types.ListResourceTemplatesResult:
+    return types.ListResourceTemplatesResult(resource_templates=[])

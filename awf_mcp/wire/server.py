@@ -104,6 +104,17 @@ class ToolsServer(Server[Any]):
     tools_can_change: bool = False
     prompts_can_change: bool = False
     resources_can_change: bool = False
+    unadvertised: frozenset[str] = frozenset()
+    """Capabilities whose list methods answer an empty list but are not advertised (nothing
+    offers them: a client that asks anyway gets ``[]``, one that reads the capabilities adds
+    nothing for them)."""
+
+    def get_capabilities(self, *args: Any, **kwargs: Any) -> types.ServerCapabilities:
+        """The SDK's, less :attr:`unadvertised`."""
+        capabilities = super().get_capabilities(*args, **kwargs)
+        if not self.unadvertised:
+            return capabilities
+        return capabilities.model_copy(update=dict.fromkeys(self.unadvertised))
 
     def create_initialization_options(
         self,
@@ -159,7 +170,7 @@ class McpServer:
         self.sdk_server.tools_can_change = tools_can_change
         self.sdk_server.prompts_can_change = "prompts" in offers and "prompts_changed" in offers
         self.sdk_server.resources_can_change = "resources" in offers and "resources_changed" in offers
-        self.offerings.register(self.sdk_server)
+        self.sdk_server.unadvertised = self.offerings.register(self.sdk_server)
         # Added here: passing it to Server() warns that roots are deprecated as of 2026-07-28.
         self.sdk_server.add_notification_handler(
             "notifications/roots/list_changed", types.NotificationParams, self._roots_changed

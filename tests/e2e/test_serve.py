@@ -384,3 +384,22 @@ def test_tools_call_runs_the_server_call_path() -> None:
     assert failed.returncode == 3 and "required property" in failed.stdout
     unknown = run_cli("tools", "call", "ghost", "--no-builtins")
     assert unknown.returncode == 1 and "unknown tool 'ghost'" in unknown.stderr
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stateless", [False, True], ids=["initialize", "discover"])
+async def test_lists_of_what_nothing_offers_are_empty_and_not_advertised(
+    tmp_path: Path, stateless: bool
+) -> None:
+    """Some clients fail on -32601 for prompts/list or resources/list: they get []; a client that
+    reads the capabilities still sees neither, and adds nothing for them."""
+    async with mcp_session(cwd=tmp_path, env={"AWF_MCP_NO_PLUGINS": "1"}, stateless=stateless) as session:
+        opened = session.discover_result if stateless else session.initialize_result
+        assert opened is not None
+        assert opened.capabilities.prompts is None and opened.capabilities.resources is None
+        assert (await session.list_prompts()).prompts == []
+        assert (await session.list_resources()).resources == []
+        assert (await session.list_resource_templates()).resource_templates == []
+        with pytest.raises(MCPError) as refused:
+            await session.read_resource("notes://all")
+        assert refused.value.error.code == -32601
