@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from awf_mcp import __version__
-from awf_mcp.cli.options import parse_serve
+from awf_mcp.cli.options import log_level, parse_serve
 from awf_mcp.errors import AwfError, UserError
 from awf_mcp.ports import inert_text
 
@@ -53,7 +53,7 @@ def serve(argv: Sequence[str]) -> None:
     from awf_mcp.core import config
     from awf_mcp.core.observability import configure_logging
 
-    configure_logging("DEBUG" if launch.debug else launch.log_level, launch.log_format, launch.log_file)
+    configure_logging(log_level(launch), launch.log_format, launch.log_file)
     if launch.transport == "stdio" and sys.stdin.isatty():
         print(TERMINAL_NOTE, file=sys.stderr, flush=True)
     settings = config.load(options)

@@ -31,7 +31,7 @@ import argparse
 import functools
 import inspect
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -135,7 +135,9 @@ LAUNCH: tuple[Option, ...] = (
         "log_level",
         "--log-level",
         str,
-        "DEBUG, INFO (one record per call; the default), WARNING or ERROR.",
+        "DEBUG, INFO (one record per call), WARNING or ERROR. Default: $AWF_MCP_LOG_LEVEL, else "
+        "WARNING on stdio (an agent passes stderr to its own console) and INFO over HTTP; the "
+        "per-call record of a stdio server is --audit-log FILE.",
         metavar="LEVEL",
     ),
     Option(
@@ -257,7 +259,8 @@ _BY_FIELD = {option.field: option for option in SERVE_OPTIONS}
 class LaunchOptions:
     """How ``serve`` runs: logging, the audit log and the transport."""
 
-    log_level: str = "INFO"
+    log_level: str | None = None
+    """``None``: :func:`log_level` decides."""
     log_format: Literal["text", "json"] = "text"
     log_file: str | None = None
     audit_log: str | None = None
@@ -325,6 +328,20 @@ def _values(raw: dict[str, Any], options: Sequence[Option]) -> dict[str, Any]:
             continue
         values[option.field] = tuple(value) if option.repeat else value
     return values
+
+
+LOG_LEVEL_VARIABLE = "AWF_MCP_LOG_LEVEL"
+
+
+def log_level(launch: LaunchOptions, environ: Mapping[str, str] | None = None) -> str:
+    """The level ``serve`` logs at: ``--debug``, ``--log-level``, ``$AWF_MCP_LOG_LEVEL``, else WARNING
+    on stdio (what the agent does with stderr is its business: some pass it to a console) and INFO
+    over HTTP (a service's log)."""
+    if launch.debug:
+        return "DEBUG"
+    environ = os.environ if environ is None else environ
+    chosen = launch.log_level or environ.get(LOG_LEVEL_VARIABLE, "").strip()
+    return chosen or ("INFO" if launch.transport == "http" else "WARNING")
 
 
 def parse_serve(argv: Sequence[str]) -> tuple[ServeOptions, LaunchOptions]:

@@ -403,3 +403,19 @@ async def test_lists_of_what_nothing_offers_are_empty_and_not_advertised(
         with pytest.raises(MCPError) as refused:
             await session.read_resource("notes://all")
         assert refused.value.error.code == -32601
+
+
+@pytest.mark.parametrize(("level", "logged"), [(None, False), ("INFO", True)])
+def test_a_call_fills_no_inherited_console_unless_asked(
+    tmp_path: Path, level: str | None, logged: bool
+) -> None:
+    """On stdio the default is WARNING (Python agent frameworks pass stderr to their console);
+    AWF_MCP_LOG_LEVEL brings the per-call record back where no flag can be passed."""
+    (tmp_path / "x.txt").write_text("hello\n")
+    env = {"AWF_MCP_NO_PLUGINS": "1", **({"AWF_MCP_LOG_LEVEL": level} if level else {})}
+    with RawServer(env=env, cwd=tmp_path) as server:
+        server.initialize()
+        reply = server.request("tools/call", {"name": "Read", "arguments": {"path": "x.txt"}})
+        assert "hello" in json.dumps(reply)
+        time.sleep(0.2)
+        assert ("call Read" in server.stderr()) is logged, server.stderr()
