@@ -376,17 +376,20 @@ def test_the_report_as_data_has_stable_keys() -> None:
     assert Report([Finding("roots", "error", "/r", "gone")]).as_data()["ok"] is False
 
 
-def test_the_printed_report_is_one_line_per_finding_with_its_fix(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_printed_report_is_one_line_per_finding_with_its_fix(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    fix = "awf-mcp config x --write --scope user --root /a/very/long/path/that/does/not/fit/in/eighty/columns"
     report = Report(
         [
             Finding("roots", "ok", "/r", "a readable directory"),
-            Finding(
-                "clients", "error", "/p/[red]x[/].json", "its command [bold]gone", "awf-mcp config x --write"
-            ),
+            Finding("clients", "error", "/p/[red]x[/].json", "its command [bold]gone", fix),
         ]
     )
     doctor.print_report(report)
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["ok", "roots:", "/r:", "a", "readable", "directory"]
-    assert lines[1].startswith("error clients: /p/[red]x[/].json: its command [bold]gone fix: awf-mcp config")
+    assert lines[1] == "error clients: /p/[red]x[/].json: its command [bold]gone"
+    assert lines[2] == f"      fix: {fix}"  # whole on its own line at 80 columns: copyable
     assert lines[-1] == "1 ok, 0 info, 0 warnings, 1 error: something is broken"

@@ -211,7 +211,8 @@ _BADGES = {OK: "[green]ok[/]   ", INFO: "[blue]info[/] ", WARNING: "[yellow]warn
 
 
 def print_report(report: Report) -> None:
-    """One line per finding (status, check, what was found, the fix), then the counts."""
+    """One line per finding (status, check, what was found), its fix on a line of its own (not
+    wrapped, so a command can be copied whole), then the counts."""
     from rich.console import Console
 
     from awf_mcp.cli.terminal import shown
@@ -219,9 +220,9 @@ def print_report(report: Report) -> None:
     console = Console(highlight=False)
     for finding in report.findings:
         line = f"{_BADGES[finding.status]} {finding.check}: {shown(finding.subject)}: {shown(finding.detail)}"
-        if finding.fix:
-            line += f" [bold]fix:[/] {shown(finding.fix)}"
         console.print(line)
+        if finding.fix:  # a line of its own, never wrapped: a command stays whole and copyable
+            console.print(f"      [bold]fix:[/] {shown(finding.fix)}", soft_wrap=True)
     counts = report.counts()
     problems = f"{counted(counts[WARNING], WARNING)}, {counted(counts[ERROR], ERROR)}"
     summary = f"{counts[OK]} ok, {counts[INFO]} info, {problems}"
