@@ -228,7 +228,7 @@ PIPED_LISTINGS = [
     (("plugins", "list"), ["name", "distribution", "version", "status"], "notes", "notes_count"),
     (("prompts", "list"), ["name"], "notes_summarize", "plugin:notes"),
     (("resources", "list"), ["uri"], "notes://all", "plugin:notes"),
-    (("servers", "list"), ["server", "transport", "state", "tools", "held"], "fake", "fake_progress, fake_wait"),
+    (("servers", "list"), ["server", "transport", "state", "tools", "held"], "fake", "fake_progress"),
 ]
 
 
