@@ -540,6 +540,38 @@ def _header_text(text: str) -> str:
     return "".join(char if " " <= char <= "~" and char not in '"\\' else "'" for char in text)
 
 
+OAUTH_PATHS = (
+    "/.well-known/oauth-",
+    "/.well-known/openid-configuration",
+    "/register",
+    "/authorize",
+    "/token",
+)
+"""Where an OAuth client looks for an authorization server (discovery, registration, sign-in)."""
+
+NOT_AN_OAUTH_SERVER = JSONResponse(
+    {
+        "error": "not_found",
+        "error_description": "this awf-mcp server does not sign clients in with OAuth: send its bearer "
+        "token (Authorization: Bearer TOKEN, or ?token=TOKEN in the URL)",
+    },
+    status_code=404,
+)
+"""The answer on :data:`OAUTH_PATHS` of a server with no authorization server: a client (mcp-remote)
+that took the ``401`` for OAuth learns there is none, instead of failing to register."""
+
+NO_TOKEN = (
+    "no access token: send the server's bearer token as 'Authorization: Bearer TOKEN' or as "
+    "?token=TOKEN in the URL (awf-mcp serve printed it when it started, or it is in --token-file)"
+)
+
+
+def _credentials(scope: Scope) -> bool:
+    """Whether the request carries a token at all (a header, or ``?token=``)."""
+    headers = dict(scope.get("headers") or [])
+    return b"authorization" in headers or bool(query_token(scope.get("query_string") or b""))
+
+
 class Access:
     """Who may use the HTTP server: the guard in front of it, the metadata, the reload.
 
@@ -617,14 +649,24 @@ class Access:
             on_error=self._refusal,
         )
         public = self._public
+        oauth = self.metadata_url is not None
 
         async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
             if scope["type"] != "http":
                 await app(scope, receive, send)
                 return
-            route = public.get(scope.get("path", ""))
+            path = scope.get("path", "")
+            route = public.get(path)
             if route is not None:
                 await route.handle(scope, receive, send)
+                return
+            if not oauth and path.startswith(OAUTH_PATHS):
+                await NOT_AN_OAUTH_SERVER(scope, receive, send)
+                return
+            if not oauth and not _credentials(scope):
+                await self._refusal(HTTPConnection(scope), AuthenticationError(NO_TOKEN))(
+                    scope, receive, send
+                )
                 return
             await checked(scope, receive, send)
 

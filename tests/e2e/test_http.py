@@ -115,6 +115,33 @@ def test_requests_without_the_token_get_401(http_server: tuple[str, subprocess.P
         assert caught.value.code == 401
 
 
+def test_without_a_token_the_401_names_the_token_and_oauth_discovery_finds_nothing(
+    http_server: tuple[str, subprocess.Popen[bytes]],
+) -> None:
+    """mcp-remote takes a 401 for OAuth: the discovery and registration paths say 404, and the
+    401 itself says what to send."""
+    url, _ = http_server
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+    request = urllib.request.Request(
+        url, data=body, headers={"Content-Type": "application/json"}, method="POST"
+    )
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=10)
+    said = json.loads(caught.value.read())["error_description"]
+    assert "Authorization: Bearer TOKEN" in said and "?token=TOKEN" in said
+    base = url.split("/mcp")[0]
+    for path in (
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
+        "/register",
+    ):
+        probe = urllib.request.Request(base + path, data=b"{}", headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(probe, timeout=10)
+        assert missing.value.code == 404, path
+        assert "does not sign clients in with OAuth" in json.loads(missing.value.read())["error_description"]
+
+
 def test_a_foreign_host_header_is_refused(http_server: tuple[str, subprocess.Popen[bytes]]) -> None:
     url, _ = http_server
     request = urllib.request.Request(
