@@ -218,11 +218,23 @@ def _configured(settings: Settings, name: str) -> ServerSpec:
 
 def _signing_in(settings: Settings, name: str) -> ServerSpec:
     """The configured server NAME if it signs in with OAuth, or a :class:`UserError` saying why not."""
+    from awf_mcp.core.servers import may_sign_in, record_oauth
     from awf_mcp.errors import UserError
 
     spec = _configured(settings, name)
+    if spec.auth != "oauth" and may_sign_in(spec) and not spec.problem:
+        import anyio
+
+        from awf_mcp.wire.client import probe_oauth
+
+        answered = anyio.run(probe_oauth, spec)
+        if answered is None:  # its 401 asked for OAuth: it signs in from now on
+            record_oauth(spec.url)
+            spec = replace(spec, auth="oauth")
+        else:
+            raise UserError(f"server '{name}' cannot be signed in to: {answered}")
     if spec.auth != "oauth":
-        kind = "a stdio server" if not spec.url else 'a url server without auth = "oauth"'
+        kind = "a stdio server" if not spec.url else "a url server with an Authorization header of its own"
         raise UserError(f"server '{name}' is {kind}: there is nothing to sign in to")
     if spec.problem:
         raise UserError(f"server '{name}' cannot be reached: {spec.problem}")
@@ -238,6 +250,8 @@ def sign_in_state(spec: ServerSpec, state: str, reason: str) -> dict[str, Any]:
 
     from awf_mcp.wire import oauth
 
+    if oauth.needs_sign_in(spec.name) in reason:  # an entry without auth too, when its 401 asked
+        return {"sign_in": "needs sign-in", "expires_at": None, "fix": oauth.login_command(spec.name)}
     if spec.auth != "oauth":
         return {"sign_in": None, "expires_at": None, "fix": None}
     stored = oauth.state(spec)
@@ -246,8 +260,6 @@ def sign_in_state(spec: ServerSpec, state: str, reason: str) -> dict[str, Any]:
         if stored.expires_at is not None
         else None
     )
-    if oauth.needs_sign_in(spec.name) in reason:
-        return {"sign_in": "needs sign-in", "expires_at": None, "fix": oauth.login_command(spec.name)}
     if stored.problem:
         return {"sign_in": "refused", "expires_at": None, "fix": oauth.login_command(spec.name)}
     if stored.signed_in:

@@ -287,10 +287,47 @@ def parse_one(name: str, table: Any, where: str, environ: Mapping[str, str] | No
         secrets=frozenset(s for s in secrets if len(s) >= 3),
         sandbox=sandbox,
     )
+    if may_sign_in(spec) and spec.url in oauth_detected():
+        spec = replace(spec, auth="oauth")  # its 401 asked for OAuth once: it signs in from now on
     if missing:
         names = ", ".join(f"${{{v}}}" for v in dict.fromkeys(missing))
         return replace(spec, problem=f"{names} is not set in awf-mcp's environment")
     return spec
+
+
+OAUTH_DETECTED = "oauth-detected"
+"""The state record of the URLs whose first answer was a ``401`` with OAuth protected-resource
+metadata (RFC 9728): servers that sign in with OAuth whatever their entry says."""
+
+
+def may_sign_in(spec: ServerSpec) -> bool:
+    """Whether SPEC is a url server that could sign in with OAuth but is not told to: no
+    ``auth = "oauth"`` and no ``Authorization`` header of its own."""
+    own_headers = {name.lower() for name in spec.headers}
+    return bool(spec.url) and not spec.auth and "authorization" not in own_headers
+
+
+def oauth_detected() -> set[str]:
+    """The URLs recorded by :func:`record_oauth` (none when the state cannot be read)."""
+    from awf_mcp.errors import UserError
+    from awf_mcp.ops import statestore
+
+    try:
+        urls = statestore.load(OAUTH_DETECTED).get("urls", [])
+    except (UserError, OSError):
+        return set()
+    return {url for url in urls if isinstance(url, str)} if isinstance(urls, list) else set()
+
+
+def record_oauth(url: str) -> None:
+    """Remember that the server at URL asked for OAuth (its ``401`` named its metadata)."""
+    from awf_mcp.ops import statestore
+
+    with statestore.updating(OAUTH_DETECTED) as record:
+        known = record.get("urls")
+        urls: list[str] = known if isinstance(known, list) else []
+        if url not in urls:
+            record["urls"] = [*urls, url][-1000:]
 
 
 def parse(

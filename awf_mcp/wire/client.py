@@ -107,7 +107,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import BaseModel, ValidationError
 
 from awf_mcp import __version__
-from awf_mcp.core.servers import ServerSpec, launch_key
+from awf_mcp.core.servers import ServerSpec, launch_key, may_sign_in, record_oauth
 from awf_mcp.core.upstream import (
     NO_OFFER,
     ClientOffer,
@@ -772,6 +772,37 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
         cause = cause.__cause__ or cause.__context__
 
 
+def asks_for_oauth(response: Any) -> bool:
+    """Whether a ``401`` names OAuth protected-resource metadata (RFC 9728: ``WWW-Authenticate:
+    Bearer resource_metadata=...``), as the servers that Claude Code and Codex sign in to do."""
+    challenge = response.headers.get("www-authenticate", "")
+    return challenge.lower().startswith("bearer") and "resource_metadata=" in challenge
+
+
+async def probe_oauth(spec: ServerSpec) -> str | None:
+    """``None`` when the url server SPEC answers a first request with a ``401`` asking for OAuth
+    (:func:`asks_for_oauth`); else what it answered, one sentence."""
+    import httpx2
+
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "awf-mcp"}},
+    }
+    headers = {**spec.headers, "Accept": "application/json, text/event-stream"}
+    try:
+        async with httpx2.AsyncClient(timeout=15) as http:
+            response = await http.post(spec.url, json=hello, headers=headers)
+    except httpx2.HTTPError as exc:
+        return spec.redact(describe_http_failure(exc, spec.url))
+    if response.status_code == 401 and asks_for_oauth(response):
+        return None
+    if response.status_code == 401:
+        return "HTTP 401 without OAuth protected-resource metadata (it wants a token awf-mcp cannot get)"
+    return f"it answered a first request with HTTP {response.status_code}, asking for no sign-in"
+
+
 def describe_http_failure(exc: BaseException, url: str) -> str:
     """One sentence saying why a request to ``url`` got no answer (its chain of causes read)."""
     import socket
@@ -833,6 +864,10 @@ def _reporting_http_client(spec: ServerSpec, transcript: Transcript, auth: Any =
                 phrase = f" {response.reason_phrase}" if response.reason_phrase else ""
                 shown = f"{request.url.scheme}://{request.url.netloc.decode()}{request.url.path}"  # no query
                 transcript.fault = f"HTTP {response.status_code}{phrase} at {shown}"
+                if response.status_code == 401 and asks_for_oauth(response) and may_sign_in(spec):
+                    record_oauth(spec.url)  # from now on it signs in, as with auth = "oauth"
+                    transcript.fault = f"{oauth.needs_sign_in(spec.name)} (it answered 401 asking for OAuth)"
+                    transcript.needs_sign_in = True
             return response
 
     endpoint = httpx2.URL(spec.url)

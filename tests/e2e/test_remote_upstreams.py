@@ -25,7 +25,7 @@ import pytest
 
 from awf_mcp.ops import tokenstore
 from tests.e2e.test_upstream import NO_PLUGINS, servers_list, write_config
-from tests.helpers.harness import RawServer, mcp_session, server_command, server_env, text_of
+from tests.helpers.harness import RawServer, mcp_session, server_command, server_env, text_of, wait_until
 from tests.helpers.remote import remote_upstream
 
 pytestmark = pytest.mark.e2e
@@ -42,10 +42,7 @@ async def test_an_sse_upstream_is_served_and_called(tmp_path: Path) -> None:
     assert not result.is_error and text_of(result) == "echo: over sse"
     refused = awf(tmp_path, "servers", "login", "old", "--config", config)
     assert refused.returncode == 1
-    assert (
-        "server 'old' is a url server without auth = \"oauth\": there is nothing to sign in to"
-        in refused.stderr
-    )
+    assert "server 'old' cannot be signed in to: " in refused.stderr, refused.stderr
 
 
 def test_an_sse_server_signs_in_with_oauth_like_a_streamable_http_one(tmp_path: Path) -> None:
@@ -421,8 +418,9 @@ def test_an_sse_server_that_refuses_the_stream_is_reported_with_the_status(tmp_p
         table = f'[servers.old]\ntype = "sse"\nurl = "{base}/sse?key=s3cret"\nstartup_timeout_seconds = 5\n'
         config = write_config(tmp_path, table)
         (row,) = json.loads(servers_list(config, tmp_path, NO_PLUGINS).stdout)["servers"]
-    assert row["state"] == "failed" and row["sign_in"] is None
-    assert f"HTTP 401 Unauthorized at {base}/sse" in row["reason"] and "s3cret" not in row["reason"]
+    # Its 401 names protected-resource metadata: an OAuth server, whatever the entry says (RFC 9728).
+    assert row["state"] == "needs sign-in" and row["fix"] == "awf-mcp servers login old"
+    assert "answered 401 asking for OAuth" in row["reason"] and "s3cret" not in row["reason"]
 
 
 def test_metadata_that_puts_the_token_endpoint_on_another_host_is_refused_unless_configured(
@@ -484,3 +482,35 @@ def test_a_later_process_refreshes_at_the_token_endpoint_the_metadata_named(tmp_
         after = stored_tokens()
     assert answer["content"][0]["text"] == "echo: refreshed"
     assert after["refresh_token"] != before["refresh_token"]
+
+
+def test_a_plain_url_entry_whose_401_asks_for_oauth_signs_in_as_if_it_said_so(tmp_path: Path) -> None:
+    """Claude Code's and Codex's configs hold remote servers as plain url entries: the 401 and
+    its protected-resource metadata are enough (RFC 9728), whatever the entry says."""
+    with remote_upstream("oauth") as base:
+        config = write_config(
+            tmp_path, f'[servers.remote]\nurl = "{base}/mcp"\nstartup_timeout_seconds = 10\n'
+        )
+        with RawServer("--config", config, env=NO_PLUGINS, cwd=tmp_path) as server:
+            server.initialize()
+            assert wait_until(lambda: "awf-mcp servers login remote" in server.stderr(), timeout=15)
+        listed = json.loads(servers_list(config, tmp_path, NO_PLUGINS).stdout)["servers"][0]
+        assert listed["state"] == "needs sign-in" and listed["fix"] == "awf-mcp servers login remote"
+        code, _, err = sign_in(config, "remote", tmp_path)
+        assert code == 0, err
+        result = echo_once(config, "remote", "signed in from a plain url", tmp_path)
+    assert result["content"][0]["text"] == "echo: signed in from a plain url"
+
+
+def test_a_401_without_oauth_metadata_stays_an_error_naming_the_status(tmp_path: Path) -> None:
+    from tests.e2e.test_http import start_http, stop
+
+    url, process = start_http("--token", "s3cret-token", "--root", str(tmp_path))
+    try:
+        config = write_config(tmp_path, f'[servers.guarded]\nurl = "{url.split("?")[0]}"\n')
+        listed = json.loads(servers_list(config, tmp_path, NO_PLUGINS).stdout)["servers"][0]
+        refused = awf(tmp_path, "servers", "login", "guarded", "--config", config)
+    finally:
+        stop(process)
+    assert listed["state"] == "failed" and "HTTP 401" in listed["reason"] and listed["fix"] is None
+    assert refused.returncode == 1 and "without OAuth protected-resource metadata" in refused.stderr
