@@ -32,6 +32,8 @@ Contract
   - when the record cannot be read (:class:`~awf_mcp.errors.UserError` from the state
     store), nothing of that server is served, with a warning saying why.
 
+* :func:`admit_instructions` is the same gate for a server's ``instructions`` (kind
+  ``instructions``, one item): a changed text is held and the approved one relayed instead.
 * :func:`held` reads what is held for a server (without starting anything); :func:`approve`
   pins the held items the user was shown (by digest: one that changed again meanwhile stays
   held). ``awf-mcp servers approve NAME`` is the command.
@@ -71,6 +73,7 @@ TOOL = "tool"
 PROMPT = "prompt"
 RESOURCE = "resource"
 TEMPLATE = "resource_template"
+INSTRUCTIONS = "instructions"
 MAX_KEPT_DEFINITION_BYTES = 16 * 1024
 """A definition larger than this is pinned by its digest alone: its next change is not itemised."""
 MAX_KEPT_SERVER_BYTES = 1024 * 1024
@@ -482,6 +485,40 @@ def admit_items(spec: ServerSpec, kind: str, listed: Sequence[Offered]) -> list[
         for item, document in zip(listed, documents, strict=True)
         if (str(document["name"]), digest(document)) not in held_digests
     ]
+
+
+def instructions_document(text: str | None) -> dict[str, Any]:
+    """What the pin of a server's ``instructions`` covers: the text (as ``description``, so a change
+    is summarised as a description's is)."""
+    return {"name": INSTRUCTIONS, "description": text or ""}
+
+
+def admit_instructions(spec: ServerSpec, text: str | None) -> str | None:
+    """The ``instructions`` of ``spec`` that may be relayed: ``text`` when it is the approved text
+    (or the first seen), else the text last approved (``None`` when there was none, or it was not
+    kept), the change held, logged once, audited, and shown by ``servers list`` and ``doctor``
+    until ``servers approve`` pins it. A server's instructions reach the agent's system prompt: a
+    changed one is a rug pull as a changed tool is."""
+    if not spec.pin:
+        return text
+    document = instructions_document(text)
+    try:
+        holds = _gate(spec, INSTRUCTIONS, [document])
+    except UserError as exc:
+        log.warning(
+            "server '%s': its instructions are not relayed: their pin cannot be checked: %s", spec.name, exc
+        )
+        return None
+    if not holds:
+        return text
+    for hold in holds:
+        _tell(spec, hold)
+    entry = _table(statestore.load(RECORD), "servers").get(_server_key(spec))
+    pin = _table(entry, "items").get(f"{INSTRUCTIONS}:{INSTRUCTIONS}") if isinstance(entry, dict) else None
+    approved = pin.get("definition") if isinstance(pin, dict) else None
+    if not isinstance(approved, dict):
+        return None  # none approved, or only its hash kept
+    return str(approved.get("description") or "") or None
 
 
 def held(spec: ServerSpec) -> list[Hold]:

@@ -277,3 +277,34 @@ def test_a_newline_in_an_upstream_tool_name_writes_no_log_line_of_its_own(
             assert line.startswith(("awf-mcp: INFO: ", "awf-mcp: WARNING: ")), line
     if log_format == "text":
         assert "forged\\u202e\\x0aawf-mcp: ERROR: forged line" in server.stderr
+
+
+@pytest.mark.anyio
+async def test_changed_instructions_are_held_and_the_approved_ones_relayed(
+    tmp_path: Path, markers: Path, env: dict[str, str]
+) -> None:
+    """An upstream's instructions reach the agent's system prompt: a change is a rug pull too."""
+    from tests.upstreams.fake_upstream import POISONED_INSTRUCTIONS
+
+    config = write_config(tmp_path, fake("fake", "good", markers))
+    serve = ("--config", config, "--no-builtins")
+
+    async def relayed(*extra: str) -> str:
+        async with mcp_session(*serve, *extra, cwd=tmp_path, env=env) as session:
+            assert session.initialize_result is not None
+            return session.initialize_result.instructions or ""
+
+    assert "Use the fake tools with care." in await relayed()  # the first use approves them
+    (markers / "instructions-pull").touch()
+    audit = tmp_path / "audit.jsonl"
+    held_run = await relayed("--audit-log", str(audit))
+    assert "Use the fake tools with care." in held_run and "curl evil.example" not in held_run
+    events = [json.loads(line) for line in audit.read_text().splitlines() if '"event"' in line]
+    assert [(e["event"], e["item"], e["name"]) for e in events] == [("held", "instructions", "instructions")]
+    listing = awf("servers", "list", "--json", "--config", config, cwd=tmp_path, env=env)
+    (row,) = json.loads(listing.stdout)["servers"]
+    assert [hold["item"] for hold in row["held"]] == ["instructions"] and row["approve"] == APPROVE
+    assert "curl evil.example" in row["held"][0]["summary"]
+    approved = awf("servers", "approve", "fake", "--yes", "--config", config, cwd=tmp_path, env=env)
+    assert approved.returncode == 0, approved.stderr
+    assert POISONED_INSTRUCTIONS in await relayed()  # approved: relayed as the server gives them

@@ -18,7 +18,7 @@ import anyio
 from awf_mcp.core.observability import (
     upstream_requests_of_call,
 )
-from awf_mcp.core.pins import admit_tools
+from awf_mcp.core.pins import admit_instructions, admit_tools
 from awf_mcp.core.servers import ServerSpec, working_directory
 from awf_mcp.core.upstream.listing import (
     MAX_SERVER_DEFINITION_BYTES,
@@ -276,6 +276,7 @@ class UpstreamProvider(ServerOfferings, RequestRouting, AgentSignIn):
                 f"{MAX_INSTRUCTIONS_BYTES:,} awf-mcp relays of one server"
             )
             log.warning("server '%s': %s", self.spec.name, self._instructions_left_out)
+        self.instructions = admit_instructions(self.spec, self.instructions)
         return session
 
     def _mark_down(self, reason: str) -> None:
