@@ -81,12 +81,15 @@ def trust_command(
     if not path.is_file():
         raise UserError(f"{path} is not a file; name the config file to approve: awf-mcp trust FILE")
     raw = trust.read_bounded(path)
-    verdict = trust.verdict(path, raw, named=file is not None, cwd=cwd)
+    executed: dict[str, str] = {}
     try:
-        would = config.describe(config.parse_file(path, raw))
+        fields = config.parse_file(path, raw)
+        executed = config.executed_files(fields, path)
+        would = config.describe(fields)
     except UserError as exc:  # not an awf-mcp config (an agent's file, say): show its text instead
         text = raw[:SHOWN_BYTES].decode("utf-8", errors="replace")
         would = [f"not an awf-mcp config file ({exc}); its text:", *text.splitlines()]
+    verdict = trust.verdict(path, raw, named=file is not None, cwd=cwd, executed=executed)
     variables = variables_in(raw.decode("utf-8", errors="replace"))
     if json_output:
         shown = {"path": str(path), "sha256": verdict.sha256, "state": verdict.state}
@@ -101,11 +104,13 @@ def trust_command(
         print(f"  {inert_text(line)}")
     if variables:
         print(f"  read these environment variables into them: {', '.join(variables)}")
+    for name in sorted(executed):
+        print(f"  run {name} (sha256 {executed[name][:16]}), a file of the project: review it too")
     if verdict.state == "approved":
         print("you approved exactly this content already")
         return
     if verdict.state == "changed":
-        print("it changed since you approved it")
+        print(verdict.reason)
     if not yes:
         if not sys.stdin.isatty():
             raise UserError(
@@ -113,8 +118,8 @@ def trust_command(
             )
         if not typer.confirm("Approve this exact content?", default=False):
             raise UserError(f"not approved: {path} stays ignored")
-    trust.approve(path, raw)
-    print(f"approved {path}; a change to it will need approving again")
+    trust.approve(path, raw, executed=executed)
+    print(f"approved {path}; a change to it (or to a file it runs) will need approving again")
     print("an awf-mcp serve already running reads it at its next start: restart the agent's MCP server")
 
 
@@ -128,13 +133,16 @@ def approve_at_users_command(path: Path) -> None:
     from awf_mcp.core import config, trust
 
     raw = trust.read_bounded(path)
-    if trust.verdict(path, raw, named=True, cwd=Path.cwd()).state in ("own", "approved"):
-        return
+    executed: dict[str, str] = {}
     try:
-        would = "; ".join(config.describe(config.parse_file(path, raw))) or "change nothing but defaults"
+        fields = config.parse_file(path, raw)
+        executed = config.executed_files(fields, path)
+        would = "; ".join(config.describe(fields)) or "change nothing but defaults"
     except UserError as exc:
         would = f"not load ({exc})"
-    trust.approve(path, raw)
+    if trust.verdict(path, raw, named=True, cwd=Path.cwd(), executed=executed).state in ("own", "approved"):
+        return
+    trust.approve(path, raw, executed=executed)
     print(
         f"awf-mcp: approved {path} as it is now (it would {inert_text(would)}); "
         f"a change needs `awf-mcp trust` again; `awf-mcp trust --forget {path}` withdraws it",

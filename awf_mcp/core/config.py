@@ -482,6 +482,29 @@ def find_config(options: ServeOptions, workdir: Path) -> tuple[Path, bool] | Non
     return (found, False) if found.is_file() else None
 
 
+def executed_files(fields: Mapping[str, Any], path: Path) -> dict[str, str]:
+    """The files inside the project of config file PATH that its stdio servers run, with their
+    SHA-256: a ``command``, or an argument, that names a regular file there (relative to the
+    config's directory or the server's ``cwd``), as ``./scripts/run.sh`` or ``python srv.py`` do."""
+    base = path.resolve().parent
+    project = trust.project_of(base).resolve()
+    found: dict[str, str] = {}
+    for spec in fields.get("servers", ()):
+        if spec.transport != "stdio" or not spec.enabled:
+            continue
+        where = {base, (base / os.path.expanduser(spec.cwd)).resolve()} if spec.cwd else {base}
+        for word in (spec.command, *spec.args):
+            if not word or word.startswith("-"):
+                continue
+            for directory in where:
+                candidate = (directory / os.path.expanduser(word)).resolve()
+                if candidate != project and project in candidate.parents:
+                    sha = trust.file_digest(candidate)
+                    if sha is not None:
+                        found[str(candidate)] = sha
+    return found
+
+
 def load(options: ServeOptions | None = None, *, cwd: str | None = None) -> Settings:
     """Merge the config file (``options.config``, else ``./awf-mcp.toml`` if present) with the flags.
 
@@ -497,14 +520,19 @@ def load(options: ServeOptions | None = None, *, cwd: str | None = None) -> Sett
     if config_file is not None:
         path, named = config_file
         raw = trust.read_bounded(path)
-        verdict = trust.verdict(path, raw, named=named, cwd=workdir)
+        fields: dict[str, Any] | ConfigError
+        try:
+            fields = parse_file(path, raw)
+        except ConfigError as exc:
+            fields = exc
+        executed = executed_files(fields, path) if isinstance(fields, dict) else None
+        verdict = trust.verdict(path, raw, named=named, cwd=workdir, executed=executed)
         if verdict.trusted:
-            settings = replace(settings, **parse_file(path, raw))
+            if isinstance(fields, ConfigError):
+                raise fields
+            settings = replace(settings, **fields)
         else:
-            try:
-                would = tuple(describe(parse_file(path, raw)))
-            except ConfigError as exc:
-                would = (f"not even load: {exc}",)
+            would = tuple(describe(fields)) if isinstance(fields, dict) else (f"not even load: {fields}",)
             ignored = IgnoredConfig(verdict, would)
             settings = replace(settings, ignored_config=ignored)
             _notice_once(ignored)

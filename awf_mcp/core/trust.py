@@ -19,6 +19,10 @@ Contract
   with the SHA-256 of the very bytes about to be used. A changed byte is a new file.
   Approvals live in the user's state directory (:mod:`awf_mcp.ops.statestore`, record
   ``approvals``), which nothing in a project can name.
+* An approval also records the SHA-256 of each file inside the project that the config's
+  servers run (``command = "./scripts/run.sh"``, ``args = ["./srv.py"]``): one that changed
+  later (a ``git pull``) makes the verdict ``changed`` and names it. What that file imports
+  or runs in turn is not covered.
 * :func:`approve` records bytes the user has seen (``awf-mcp trust``) or that awf-mcp
   itself wrote at the user's command (``config --write``, ``servers import --write``);
   :func:`forget` removes a record.
@@ -57,6 +61,8 @@ class Verdict:
     path: Path
     state: State
     sha256: str
+    changed_files: tuple[str, ...] = ()
+    """Files inside the project that its servers run, changed since the approval (``changed``)."""
 
     @property
     def trusted(self) -> bool:
@@ -65,6 +71,8 @@ class Verdict:
     @property
     def reason(self) -> str:
         """Why an untrusted file is inert, as the end of a sentence."""
+        if self.state == "changed" and self.changed_files:
+            return f"{', '.join(self.changed_files)}, which its servers run, changed since you approved it"
         if self.state == "changed":
             return "it changed since you approved it"
         return "it belongs to the project and you have not approved it"
@@ -126,25 +134,57 @@ def _key(path: Path) -> str:
 
 
 def verdict(
-    path: Path, data: bytes, *, named: bool, cwd: Path, env: Mapping[str, str] | None = None
+    path: Path,
+    data: bytes,
+    *,
+    named: bool,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    executed: Mapping[str, str] | None = None,
 ) -> Verdict:
-    """Whether DATA, read from PATH, may be used (see the module contract)."""
+    """Whether DATA, read from PATH, may be used (see the module contract).
+
+    EXECUTED: the files inside the project that the file's servers run, with their SHA-256 now
+    (:func:`awf_mcp.core.config.executed_files`); one that differs from what the approval
+    recorded makes the verdict ``changed``, naming it (a ``git pull`` changed what would run).
+    """
     sha = digest(data)
     if is_users_own(path, named=named, cwd=cwd, env=env):
         return Verdict(Path(_key(path)), "own", sha)
     record = statestore.load(APPROVALS, env).get("files", {})
     entry = record.get(_key(path)) if isinstance(record, dict) else None
     if isinstance(entry, dict) and "sha256" in entry:
-        return Verdict(Path(_key(path)), "approved" if entry["sha256"] == sha else "changed", sha)
+        if entry["sha256"] != sha:
+            return Verdict(Path(_key(path)), "changed", sha)
+        pinned = entry.get("executed")
+        if isinstance(pinned, dict) and executed is not None:
+            changed = sorted(name for name in {*pinned, *executed} if pinned.get(name) != executed.get(name))
+            if changed:
+                return Verdict(Path(_key(path)), "changed", sha, tuple(changed))
+        return Verdict(Path(_key(path)), "approved", sha)
     return Verdict(Path(_key(path)), "new", sha)
 
 
-def approve(path: Path, data: bytes, env: Mapping[str, str] | None = None) -> None:
-    """Record that the user approved exactly DATA as the content of PATH."""
+def approve(
+    path: Path, data: bytes, env: Mapping[str, str] | None = None, executed: Mapping[str, str] | None = None
+) -> None:
+    """Record that the user approved exactly DATA as the content of PATH, and EXECUTED (see
+    :func:`verdict`) as the files its servers run."""
     with statestore.updating(APPROVALS, env) as record:
         files = record.setdefault("files", {})
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        files[_key(path)] = {"sha256": digest(data), "approved_at": stamp}
+        files[_key(path)] = {"sha256": digest(data), "approved_at": stamp, "executed": dict(executed or {})}
+
+
+def file_digest(path: Path) -> str | None:
+    """The SHA-256 of the regular file PATH (links followed), or ``None`` when it is not one."""
+    try:
+        with open(path, "rb") as handle:
+            if not os.path.isfile(path):
+                return None
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError:
+        return None
 
 
 def forget(path: Path, env: Mapping[str, str] | None = None) -> bool:

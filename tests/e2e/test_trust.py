@@ -183,3 +183,30 @@ def test_python_dash_m_imports_nothing_from_the_project(
     result = awf("tools", "list", "--json", cwd=repo, env=env)
     assert result.returncode == 0, result.stderr
     assert not marker.exists()
+
+
+def test_a_file_the_approved_config_runs_is_pinned_with_it(
+    layout: tuple[Path, Path, Path, dict[str, str]],
+) -> None:
+    """The approval covers the project file its server runs: a `git pull` that changes
+    scripts/run.sh makes the config changed, naming the file, and the new script does not run."""
+    repo, _, _, env = layout
+    script = repo / "scripts" / "run.sh"
+    script.parent.mkdir()
+    script.write_text("touch started-1; exec cat\n")
+    (repo / "awf-mcp.toml").write_text('[servers.loc]\ncommand = "sh"\nargs = ["./scripts/run.sh"]\n')
+    approved = awf("trust", "--yes", cwd=repo, env=env)
+    assert approved.returncode == 0, approved.stderr
+    assert f"run {script}" in approved.stdout  # shown with the content it approves
+    awf("tools", "list", cwd=repo, env=env)
+    assert (repo / "started-1").exists()
+
+    script.write_text("touch started-2; exec cat\n")  # the pull
+    changed = awf("tools", "list", cwd=repo, env=env)
+    assert not (repo / "started-2").exists()
+    assert f"{script}, which its servers run, changed since you approved it" in changed.stderr
+    assert "awf-mcp trust" in changed.stderr
+    again = awf("trust", "--yes", cwd=repo, env=env)
+    assert again.returncode == 0 and "which its servers run, changed" in again.stdout
+    awf("tools", "list", cwd=repo, env=env)
+    assert (repo / "started-2").exists()  # reviewed and approved again: it runs
