@@ -344,6 +344,9 @@ class UpstreamConnection:
                     cursor = templates.next_cursor
                     items = [resource_from_mcp(t, source) for t in templates.resource_templates]
             except MCPError as exc:
+                if exc.error.code == types.METHOD_NOT_FOUND:  # an optional method it lacks: none of them
+                    log.debug("[%s] %s: method not found: it offers none", self.spec.name, kind)
+                    return
                 raise self._failure(exc) from None
             yield items
             if not cursor:

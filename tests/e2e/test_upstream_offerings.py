@@ -459,3 +459,19 @@ async def test_a_server_with_nothing_more_to_offer_advertises_as_before(tmp_path
         assert capabilities.prompts is None and capabilities.resources is None
         assert capabilities.completions is None and capabilities.logging is None
         assert (await session.list_prompts()).prompts == []  # answered, though not advertised
+
+
+def test_a_missing_optional_list_method_is_no_failure_of_the_rest(tmp_path: Path) -> None:
+    """A server without resources/templates/list (-32601): its prompts and resources are served,
+    and the CLI says what serve does (one judgement of a partly capable server)."""
+    partial = Path(__file__).resolve().parents[1] / "upstreams" / "partial_upstream.py"
+    config = tmp_path / "awf.toml"
+    config.write_text(f"[servers.part]\ncommand = {sys.executable!r}\nargs = [{str(partial)!r}]\n")
+    (tmp_path / "work").mkdir()
+    prompts = awf(tmp_path / "work", "prompts", "list", "--json", "--config", str(config))
+    resources = awf(tmp_path / "work", "resources", "list", "--json", "--config", str(config))
+    listed = awf(tmp_path / "work", "tools", "list", "--config", str(config))
+    for done in (prompts, resources, listed):
+        assert done.returncode == 0, done.stderr
+        assert "not served" not in done.stderr, done.stderr
+    assert "part_greet" in prompts.stdout and "partial://notes" in resources.stdout

@@ -53,6 +53,7 @@ RELIST_PAUSE_SECONDS = 0.05
 
 PIN_KINDS = {"prompts": PROMPT, "resources": RESOURCE, "templates": TEMPLATE}
 OFFERED_BY = {"prompts": "prompts", "resources": "resources", "templates": "resources"}
+KIND_NAMES = {"prompts": "prompts", "resources": "resources", "templates": "resource templates"}
 """Which capability of the server each kind of listing needs."""
 
 OfferingWatcher = Callable[[str], Awaitable[object]]
@@ -106,17 +107,25 @@ class ServerOfferings:
         self._offering_watchers.append(on_change)
 
     async def gather_offerings(self, session: UpstreamSession, kinds: tuple[OfferingKind, ...]) -> bool:
-        """List ``kinds`` (those the server offers), bounded and gated; True when any changed."""
+        """List ``kinds`` (those the server offers), bounded and gated; True when any changed.
+
+        The one judgement of a partly capable server, for ``serve`` and the CLI alike: a list method
+        it lacks (``-32601``) is an empty list, and a kind that fails otherwise is left out alone,
+        with a warning naming it; the other kinds are served."""
         self.offers = session.offers
         changed = False
         for kind in kinds:
             if OFFERED_BY[kind] not in self.offers:
                 continue
             listing: Listing[Any] = Listing(self.definition_bytes, kind)
-            async with contextlib.aclosing(session.item_pages(kind)) as pages:
-                async for page in pages:
-                    if not all(listing.take(item) for item in page):
-                        break
+            try:
+                async with contextlib.aclosing(session.item_pages(kind)) as pages:
+                    async for page in pages:
+                        if not all(listing.take(item) for item in page):
+                            break
+            except UpstreamFailure as exc:  # this kind alone: the others are served as listed
+                log.warning("server '%s': its %s are not served: %s", self.spec.name, KIND_NAMES[kind], exc)
+                continue
             logged = set(self.offerings_left_out.get(kind, ()))
             for sentence in listing.left_out:
                 if sentence not in logged:
