@@ -13,7 +13,8 @@ order each round, so machine noise hits all alike), it prints p50 and p90 in ms 
   ``awf-mcp serve`` subprocess, driven by the SDK's ``ClientSession`` over stdio
   (the server's per-call floor);
 * ``Bash true``: the ``Bash`` tool with command ``true`` through the same server;
-* with ``AWF_MCP_SANDBOX_MODES=off,bwrap,landlock`` (any comma list): ``Bash true``
+* per sandbox mode of ``AWF_MCP_SANDBOX_MODES`` (a comma list; default ``off,bwrap,landlock``):
+  ``Bash true``
   through one more server per mode, started with ``--config FILE`` where FILE holds
   ``[sandbox] mode = "off"`` (for ``off``) or ``mode = "contained"`` with
   ``AWF_MCP_SANDBOX_BACKEND=<mode>`` in that server's environment. A mode whose server
@@ -161,7 +162,8 @@ def mode_config(scratch: Path, mode: str) -> tuple[Path, dict[str, str]]:
 
 
 async def measure(calls: int) -> int:
-    modes = [m.strip() for m in os.environ.get("AWF_MCP_SANDBOX_MODES", "").split(",") if m.strip()]
+    chosen = os.environ.get("AWF_MCP_SANDBOX_MODES", "off,bwrap,landlock")
+    modes = [m.strip() for m in chosen.split(",") if m.strip()]
     with tempfile.TemporaryDirectory(prefix="awf-bash-cost-") as temp:
         scratch = Path(temp)
         work = scratch / "work"
