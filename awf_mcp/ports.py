@@ -194,6 +194,10 @@ class ToolDefinition:
     source: str = BUILTIN_SOURCE
     annotations: ToolAnnotations | None = None
     output_schema: JSONSchema | None = None
+    meta: Mapping[str, Any] | None = field(default=None, hash=False)
+    """The tool's ``_meta`` as MCP carries it (an upstream's, kept: MCP Apps' ``ui/resourceUri``)."""
+    icons: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
+    """The tool's ``icons`` (MCP ``Icon`` objects: ``src``, ``mimeType``, ``sizes``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +223,8 @@ class PromptDefinition:
     arguments: tuple[PromptArgument, ...] = ()
     source: str = BUILTIN_SOURCE
     title: str | None = None
+    meta: Mapping[str, Any] | None = field(default=None, hash=False)
+    icons: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
 
 
 PROMPT_ROLES = "roles"
@@ -242,6 +248,10 @@ class ResourceDefinition:
     template: bool = False
     title: str | None = None
     size: int | None = None
+    meta: Mapping[str, Any] | None = field(default=None, hash=False)
+    icons: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
+    annotations: Mapping[str, Any] | None = field(default=None, hash=False)
+    """MCP's resource ``annotations`` (``audience``, ``priority``, ``lastModified``)."""
 
 
 MAX_TEMPLATE_EXPRESSIONS = 32

@@ -109,6 +109,19 @@ def tool_document(tool: ToolDefinition) -> dict[str, Any]:
     hints = tool.annotations.hints() if tool.annotations is not None else {}
     if hints:
         document["annotations"] = hints
+    return _with_carried(document, tool.meta, tool.icons)
+
+
+def _with_carried(
+    document: dict[str, Any], meta: Mapping[str, Any] | None, icons: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """``document`` with the ``_meta`` and ``icons`` an item carries (what the client shows and runs:
+    MCP Apps' UI, an output template), when it carries any: a definition without them keeps the
+    digest it had before they were relayed."""
+    if meta:
+        document["_meta"] = dict(meta)
+    if icons:
+        document["icons"] = [dict(icon) for icon in icons]
     return document
 
 
@@ -441,7 +454,7 @@ def prompt_document(prompt: PromptDefinition) -> dict[str, Any]:
     }
     if prompt.title is not None:
         document["title"] = prompt.title
-    return document
+    return _with_carried(document, prompt.meta, prompt.icons)
 
 
 def resource_document(resource: ResourceDefinition) -> dict[str, Any]:
@@ -455,7 +468,9 @@ def resource_document(resource: ResourceDefinition) -> dict[str, Any]:
     }
     if resource.title is not None:
         document["title"] = resource.title
-    return document
+    if resource.annotations:
+        document["annotations"] = dict(resource.annotations)
+    return _with_carried(document, resource.meta, resource.icons)
 
 
 Offered = TypeVar("Offered", PromptDefinition, ResourceDefinition)

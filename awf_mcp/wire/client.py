@@ -96,7 +96,7 @@ import signal
 import subprocess
 from asyncio.streams import FlowControlMixin
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -486,7 +486,25 @@ def tool_from_mcp(tool: types.Tool, source: str) -> ToolDefinition:
         source=source,
         annotations=annotations,
         output_schema=dict(tool.output_schema) if tool.output_schema else None,
+        meta=upstream_meta(tool.meta),
+        icons=icons_from_mcp(tool.icons),
     )
+
+
+RESERVED_META = frozenset({"anthropic/alwaysLoad", "anthropic/searchHint"})
+"""``_meta`` keys that steer the agent's own client (what it loads, what it defers): awf-mcp's to
+set for what it serves, never an upstream's."""
+
+
+def upstream_meta(meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """An upstream item's ``_meta``, less :data:`RESERVED_META` (``None`` when nothing is left)."""
+    kept = {key: value for key, value in (meta or {}).items() if key not in RESERVED_META}
+    return kept or None
+
+
+def icons_from_mcp(icons: Sequence[types.Icon] | None) -> tuple[dict[str, Any], ...]:
+    """An upstream item's ``icons`` as JSON objects (MCP's names)."""
+    return tuple(icon.model_dump(by_alias=True, exclude_none=True, mode="json") for icon in icons or ())
 
 
 def offers_of(capabilities: types.ServerCapabilities) -> frozenset[str]:
@@ -526,6 +544,8 @@ def prompt_from_mcp(prompt: types.Prompt, source: str) -> PromptDefinition:
         ),
         source=source,
         title=prompt.title,
+        meta=upstream_meta(prompt.meta),
+        icons=icons_from_mcp(prompt.icons),
     )
 
 
@@ -541,6 +561,13 @@ def resource_from_mcp(resource: types.Resource | types.ResourceTemplate, source:
         template=template,
         title=resource.title,
         size=None if isinstance(resource, types.ResourceTemplate) else resource.size,
+        meta=upstream_meta(resource.meta),
+        icons=icons_from_mcp(resource.icons),
+        annotations=(
+            resource.annotations.model_dump(by_alias=True, exclude_none=True, mode="json")
+            if resource.annotations is not None
+            else None
+        ),
     )
 
 

@@ -23,6 +23,7 @@ Output (threat model: a tool or plugin may return anything)
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import mcp_types as types
@@ -137,7 +138,23 @@ def tool_to_mcp(definition: ToolDefinition) -> types.Tool:
         input_schema=schema,
         output_schema=wire_value(dict(definition.output_schema)) if definition.output_schema else None,
         annotations=annotations,
+        **carried(definition.meta, definition.icons),
     )
+
+
+def carried(
+    meta: Mapping[str, Any] | None, icons: Sequence[Mapping[str, Any]], annotations: Any = None
+) -> dict[str, Any]:
+    """The ``_meta``, ``icons`` (and resource ``annotations``) of an item, for its MCP type: what an
+    upstream gave, every string made encodable; nothing for what it did not give."""
+    fields: dict[str, Any] = {}
+    if meta:
+        fields["_meta"] = wire_value(dict(meta))
+    if icons:
+        fields["icons"] = [wire_value(dict(icon)) for icon in icons]
+    if annotations:
+        fields["annotations"] = wire_value(dict(annotations))
+    return fields
 
 
 def content_to_wire(item: ToolContent) -> dict[str, Any]:
@@ -218,6 +235,7 @@ def prompt_to_mcp(prompt: PromptDefinition) -> types.Prompt:
             for a in prompt.arguments
         ]
         or None,
+        **carried(prompt.meta, prompt.icons),
     )
 
 
@@ -230,6 +248,7 @@ def resource_to_mcp(resource: ResourceDefinition) -> types.Resource:
         description=visible_text(resource.description) or None,
         mime_type=visible_text(resource.mime_type) or None,
         size=resource.size,
+        **carried(resource.meta, resource.icons, resource.annotations),
     )
 
 
@@ -241,6 +260,7 @@ def template_to_mcp(template: ResourceDefinition) -> types.ResourceTemplate:
         title=None if template.title is None else visible_text(template.title),
         description=visible_text(template.description) or None,
         mime_type=visible_text(template.mime_type) or None,
+        **carried(template.meta, template.icons, template.annotations),
     )
 
 

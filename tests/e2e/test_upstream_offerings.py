@@ -475,3 +475,35 @@ def test_a_missing_optional_list_method_is_no_failure_of_the_rest(tmp_path: Path
         assert done.returncode == 0, done.stderr
         assert "not served" not in done.stderr, done.stderr
     assert "part_greet" in prompts.stdout and "partial://notes" in resources.stdout
+
+
+@pytest.mark.anyio
+async def test_meta_icons_and_annotations_pass_through_pinned(tmp_path: Path) -> None:
+    """MCP Apps' _meta["ui/resourceUri"], icons and a resource's annotations reach the client; a
+    key that steers the client's own loading is awf-mcp's to set; a change of _meta is held."""
+    partial = Path(__file__).resolve().parents[1] / "upstreams" / "partial_upstream.py"
+    config = tmp_path / "awf.toml"  # the user's own: outside the working directory
+    work = tmp_path / "work"
+    work.mkdir()
+
+    def write(ui: str) -> None:
+        config.write_text(
+            f"[servers.part]\ncommand = {sys.executable!r}\nargs = [{str(partial)!r}]\n"
+            f'env = {{ PARTIAL_UI = "{ui}" }}\n'
+        )
+
+    async def listed() -> tuple[dict[str, Any], list[Any]]:
+        async with mcp_session("--config", str(config), cwd=work, env=NO_PLUGINS) as session:
+            tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+            return tools, (await session.list_resources()).resources
+
+    write("ui://partial/one")
+    tools, resources = await listed()
+    ping = tools["part_ping"]
+    assert ping.meta == {"ui/resourceUri": "ui://partial/one"}  # no anthropic/alwaysLoad of its own
+    assert ping.icons and str(ping.icons[0].src) == "https://example.invalid/ping.png"
+    (notes,) = resources
+    assert notes.annotations is not None and notes.annotations.audience == ["user"]
+    write("ui://evil/other")
+    tools, _ = await listed()
+    assert "part_ping" not in tools  # its definition changed under the approval: held

@@ -46,7 +46,15 @@ MAX_RELAYED_INSTRUCTIONS_BYTES = 256 * 1024
 def definition_bytes(tool: ToolDefinition) -> int:
     """About how many bytes ``tool`` takes in a ``tools/list`` answer: its fields as UTF-8 JSON."""
     return budget.json_size(
-        [tool.name, tool.description, tool.input_schema, tool.output_schema, tool.annotations]
+        [
+            tool.name,
+            tool.description,
+            tool.input_schema,
+            tool.output_schema,
+            tool.annotations,
+            tool.meta,
+            tool.icons,
+        ]
     )
 
 
