@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -208,6 +209,29 @@ async def test_a_start_unpacks_few_files_and_the_metadata_as_one_zip(
     assert any(name.startswith("mcp-") and name.endswith(".dist-info/METADATA") for name in members)
     assert any(name.startswith("mcp-") and "/licenses/" in name for name in members)
     assert any(name.endswith("draft202012/metaschema.json") for name in members)
+
+
+@pytest.mark.anyio
+async def test_the_unpack_directory_is_private_unpredictable_and_never_reused(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    """What the single executable unpacks at a start lies in a directory of its own: mode 0700,
+    this user's, a random name each start, gone afterwards; another start never reuses it."""
+    scratch, params = serving_with_own_tmpdir(home, tmp_path)
+    seen: list[list[Path]] = []
+    for _ in range(2):
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            bundles = [p for p in scratch.iterdir() if p.name.startswith(("_MEI", "staticx-"))]
+            seen.append(bundles)
+            for bundle in bundles:
+                info = bundle.lstat()
+                assert stat.S_ISDIR(info.st_mode) and not stat.S_ISLNK(info.st_mode), bundle
+                assert stat.S_IMODE(info.st_mode) == 0o700, oct(info.st_mode)
+                assert info.st_uid == os.getuid()
+                assert len(bundle.name.split("-", 1)[-1].removeprefix("_MEI")) >= 6  # a random suffix
+    assert seen[0] and seen[1] and not {p.name for p in seen[0]} & {p.name for p in seen[1]}
+    assert not [p for p in scratch.iterdir() if p.name.startswith(("_MEI", "staticx-"))]
 
 
 @pytest.mark.anyio
