@@ -71,6 +71,7 @@ from awf_mcp.wire.channel import ClientChannel, call_origin, session_key
 from awf_mcp.wire.framing import Frame, Oversized, StdioWire
 from awf_mcp.wire.mapping import result_to_mcp, tool_to_mcp
 from awf_mcp.wire.offerings import OfferingHandlers
+from awf_mcp.wire.replay import SingleUseRequestState
 from awf_mcp.wire.stdio import serve_stdio
 
 log = logging.getLogger("awf_mcp.wire.server")
@@ -180,6 +181,7 @@ class McpServer:
         security = (
             RequestStateSecurity(keys=list(state_keys)) if state_keys else RequestStateSecurity.ephemeral()
         )
+        self.sdk_server.middleware.append(SingleUseRequestState())  # outside the seal: sees it sealed
         self.sdk_server.middleware.append(RequestStateBoundary(security, default_audience=name))
 
     async def _roots_changed(self, ctx: ServerRequestContext[Any], params: Any) -> None:

@@ -170,6 +170,63 @@ def test_a_forged_answer_is_not_taken(tmp_path: Path) -> None:
                 "Bash", arguments, input_responses=yes, request_state=first.request_state
             )
             assert not done.is_error, text_of(done)
+            assert (tmp_path / "made.txt").exists()
+            (tmp_path / "made.txt").unlink()
+            # The same yes, replayed once the call finished, runs nothing again.
+            with pytest.raises(Exception, match="requestState was used already"):
+                await session.call_tool(
+                    "Bash", arguments, input_responses=yes, request_state=first.request_state
+                )
 
     anyio.run(scenario)
-    assert (tmp_path / "made.txt").exists() and not (tmp_path / "other.txt").exists()
+    assert not (tmp_path / "made.txt").exists() and not (tmp_path / "other.txt").exists()
+
+
+def test_a_request_state_minted_for_one_caller_is_refused_to_another(tmp_path: Path) -> None:
+    """Over HTTP with named tokens: alice's sealed state, with a yes, sent by bob runs nothing."""
+    import contextlib
+
+    import httpx2
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    from tests.e2e.test_http import start_http, stop
+    from tests.e2e.test_http_identity import write_tokens
+    from tests.helpers.harness import server_env
+
+    tokens = tmp_path / "tokens"
+    alice, bob = "alice-token-" + "a" * 20, "bob-token-" + "b" * 20
+    write_tokens(tokens, f"alice {alice}\nbob {bob}\n")
+    url, process = start_http(
+        "--token-file", str(tokens), "--root", str(tmp_path), env=server_env(serve_env(tmp_path))
+    )
+    arguments = {"command": "touch made.txt"}
+
+    @contextlib.asynccontextmanager
+    async def stateless_as(token: str) -> Any:
+        client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        async with (
+            client,
+            streamable_http_client(url, http_client=client) as (read, write),
+            ClientSession(read, write, elicitation_callback=User()) as session,
+        ):
+            await session.discover()
+            yield session
+
+    async def scenario() -> None:
+        async with stateless_as(alice) as session:
+            first = await session.call_tool("Bash", arguments, allow_input_required=True)
+        assert isinstance(first, InputRequiredResult) and first.request_state
+        (key,) = first.input_requests
+        yes = {key: ElicitResult(action="accept", content={"allow": True})}
+        async with stateless_as(bob) as session:
+            with pytest.raises(Exception, match="requestState"):
+                await session.call_tool(
+                    "Bash", arguments, input_responses=yes, request_state=first.request_state
+                )
+
+    try:
+        anyio.run(scenario)
+    finally:
+        stop(process)
+    assert not (tmp_path / "made.txt").exists()
