@@ -65,9 +65,9 @@ from mcp.shared.exceptions import MCPError
 from awf_mcp.core.calls import ToolInvoker
 from awf_mcp.core.catalog import Catalog
 from awf_mcp.errors import UnknownToolError, describe_exception
-from awf_mcp.ports import InputRequired, ToolResult, visible_text
+from awf_mcp.ports import BUILTIN_SOURCE, InputRequired, ToolResult, visible_text
 from awf_mcp.wire.changes import ListedBy, ListenStreams
-from awf_mcp.wire.channel import ClientChannel, call_origin, session_key
+from awf_mcp.wire.channel import ClientChannel, call_origin, client_name, session_key
 from awf_mcp.wire.framing import Frame, Oversized, StdioWire
 from awf_mcp.wire.mapping import result_to_mcp, tool_to_mcp
 from awf_mcp.wire.offerings import OfferingHandlers
@@ -78,6 +78,13 @@ log = logging.getLogger("awf_mcp.wire.server")
 
 SERVER_NAME = "awf-mcp-server"
 """The ``serverInfo.name`` of the Go server, kept for parity."""
+
+ALWAYS_LOAD = "anthropic/alwaysLoad"
+"""The ``_meta`` key with which Claude Code keeps a tool loaded when it defers the others."""
+
+DEFERRING_CLIENTS = frozenset({"claude-code", "codex-mcp-client"})
+"""Clients that defer tools themselves past their own limit (``clientInfo.name``): they get every
+tool, the built-ins marked :data:`ALWAYS_LOAD`."""
 
 TOOLS_CHANGED = ToolsListChanged()
 """The event published to ``subscriptions/listen`` streams when the served tools changed."""
@@ -149,7 +156,7 @@ class McpServer:
         state_keys: Sequence[bytes] = (),
     ) -> None:
         self.invoker = invoker
-        self._tools = types.ListToolsResult(tools=[tool_to_mcp(d) for d in invoker.registry.definitions()])
+        self._tools, self._tools_loaded_always = self._listing()
         tools_can_change = invoker.registry.can_change
         self._listed_by = ListedBy("tools")  # handshake-era connections that listed the tools
         self._listen = ListenStreams()  # the stateless revision's subscriptions/listen streams
@@ -193,13 +200,25 @@ class McpServer:
     ) -> types.ListToolsResult:
         if self.sdk_server.tools_can_change:
             self._listed_by.note(ctx)
+        if (client_name(ctx) or "").strip().lower() in DEFERRING_CLIENTS:
+            return self._tools_loaded_always
         return self._tools
+
+    def _listing(self) -> tuple[types.ListToolsResult, types.ListToolsResult]:
+        """The tools as every client gets them, and as a client that defers tools gets them: the
+        built-ins marked ``_meta["anthropic/alwaysLoad"]``, so they stay in its context."""
+        tools = [(definition, tool_to_mcp(definition)) for definition in self.invoker.registry.definitions()]
+        marked = [
+            tool.model_copy(update={"meta": {**(tool.meta or {}), ALWAYS_LOAD: True}})
+            if definition.source == BUILTIN_SOURCE
+            else tool
+            for definition, tool in tools
+        ]
+        return types.ListToolsResult(tools=[tool for _, tool in tools]), types.ListToolsResult(tools=marked)
 
     async def notify_tools_changed(self) -> None:
         """Serve the registry's current tools and tell the clients; see :class:`ToolsServer`."""
-        self._tools = types.ListToolsResult(
-            tools=[tool_to_mcp(d) for d in self.invoker.registry.definitions()]
-        )
+        self._tools, self._tools_loaded_always = self._listing()
         await self._listen.publish(TOOLS_CHANGED)
         await self._listed_by.tell()
 

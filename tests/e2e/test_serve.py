@@ -419,3 +419,20 @@ def test_a_call_fills_no_inherited_console_unless_asked(
         assert "hello" in json.dumps(reply)
         time.sleep(0.2)
         assert ("call Read" in server.stderr()) is logged, server.stderr()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("client", "marked"), [("claude-code", True), ("codex-mcp-client", True), ("x", False)]
+)
+async def test_a_client_that_defers_tools_keeps_the_builtins_loaded(
+    tmp_path: Path, client: str, marked: bool
+) -> None:
+    """Claude Code and Codex defer MCP tools past their own limits: the built-ins carry
+    _meta["anthropic/alwaysLoad"]; other tools, and other clients, get no such mark."""
+    async with mcp_session(cwd=tmp_path, client_name=client) as session:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+    assert all(
+        ((tools[name].meta or {}).get("anthropic/alwaysLoad") is True) is marked for name in ("Read", "Bash")
+    )
+    assert not (tools["testkit_echo"].meta or {}).get("anthropic/alwaysLoad")
