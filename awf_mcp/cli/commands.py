@@ -182,21 +182,38 @@ def served_tools(options: ServeOptions, for_tool: str | None = EVERY_SERVER) -> 
     return _run(options, served, for_tool=for_tool)
 
 
+CLIENT_NAMES = {"claude": "claude-code", "codex": "codex-mcp-client", "gemini": "gemini-cli-mcp-client"}
+"""The ``clientInfo.name`` each client sends, by the name ``--client`` takes."""
+
+
 @tools_app.command("list")
 @with_options("roots", "no_builtins", "only", "exclude", "config", "strict")
 def tools_list(
     json_output: JsonOpt = False,
     schema: Annotated[bool, typer.Option("--schema", help="Include each tool's input schema.")] = False,
+    client: Annotated[
+        str | None,
+        typer.Option(
+            "--client",
+            metavar="NAME",
+            help="What this client is offered: claude or codex (every tool), gemini or any other name "
+            "(past [discovery] threshold: the built-ins and a search).",
+        ),
+    ] = None,
     *,
     options: ServeOptions,
 ) -> None:
     """List the tools an agent will get, in tools/list order."""
+    from awf_mcp.core import discovery
     from awf_mcp.core.registry import long_names
 
-    async def listing(rt: Any) -> tuple[list[Any], int | None]:
-        return rt.registry.definitions(), rt.settings.output_budget
+    async def listing(rt: Any) -> tuple[list[Any], int | None, Any]:
+        return rt.registry.definitions(), rt.settings.output_budget, rt.settings.discovery
 
-    definitions, output_budget = _run(options, listing)
+    definitions, output_budget, chosen = _run(options, listing)
+    if client is not None:
+        named = CLIENT_NAMES.get(client.strip().lower(), client)
+        definitions, _searching = discovery.offered(definitions, named, chosen)
     too_long = long_names(definitions)
     warnings = [
         f"tool '{name}' exceeds {MAX_TOOL_NAME_LENGTH} characters as {client_tool_name('awf', name)}; "

@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from awf_mcp.budget import MAX_BUDGET, MIN_BUDGET
-from awf_mcp.core import servers, trust
+from awf_mcp.core import discovery, servers, trust
+from awf_mcp.core.discovery import Discovery
 from awf_mcp.core.servers import ServerSpec
 from awf_mcp.errors import ConfigError
 from awf_mcp.ops.containment.policy import SandboxPolicy, activate, parse_table, policy_from
@@ -60,6 +61,7 @@ _EXTENDED_KEYS = {
     "plugins",
     "http",
     "sandbox",
+    "discovery",
 }
 _SERVER_KEYS = {"servers", "mcpServers"}
 _SELECTION_KEYS = {"plugin", "expose"}
@@ -223,6 +225,8 @@ class Settings:
     """The config file's ``[http.auth]`` table, checked; :func:`http_auth` merges it with the flags."""
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     """The ``[sandbox]`` table: how Bash, its jobs and stdio upstreams are contained."""
+    discovery: Discovery = field(default_factory=Discovery)
+    """The ``[discovery]`` table: which tools a client that loads every tool is offered."""
 
     def settings_for(self, plugin: str) -> dict[str, Any]:
         """Plugin ``plugin``'s settings: its config table, overridden by its environment variables."""
@@ -352,11 +356,13 @@ def parse_settings(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
     if "output_budget" in data:
         fields["output_budget"] = checked_budget(data["output_budget"], f"output_budget in {path}")
     fields["servers"] = servers.parse(data, str(path))
-    if "sandbox" in data:
-        try:
+    try:
+        if "sandbox" in data:
             fields["sandbox"] = policy_from(parse_table(data["sandbox"], f"[sandbox] of {path}"))
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
+        if "discovery" in data:
+            fields["discovery"] = discovery.parse_table(data["discovery"], f"[discovery] of {path}")
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     if "http" in data:
         table = data["http"]
         if (

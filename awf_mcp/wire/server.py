@@ -62,10 +62,11 @@ from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.subscriptions import ToolsListChanged
 from mcp.shared.exceptions import MCPError
 
+from awf_mcp.core import discovery
 from awf_mcp.core.calls import ToolInvoker
 from awf_mcp.core.catalog import Catalog
 from awf_mcp.errors import UnknownToolError, describe_exception
-from awf_mcp.ports import BUILTIN_SOURCE, InputRequired, ToolResult, visible_text
+from awf_mcp.ports import InputRequired, ToolResult, visible_text
 from awf_mcp.wire.changes import ListedBy, ListenStreams
 from awf_mcp.wire.channel import ClientChannel, call_origin, client_name, session_key
 from awf_mcp.wire.framing import Frame, Oversized, StdioWire
@@ -81,10 +82,6 @@ SERVER_NAME = "awf-mcp-server"
 
 ALWAYS_LOAD = "anthropic/alwaysLoad"
 """The ``_meta`` key with which Claude Code keeps a tool loaded when it defers the others."""
-
-DEFERRING_CLIENTS = frozenset({"claude-code", "codex-mcp-client"})
-"""Clients that defer tools themselves past their own limit (``clientInfo.name``): they get every
-tool, the built-ins marked :data:`ALWAYS_LOAD`."""
 
 TOOLS_CHANGED = ToolsListChanged()
 """The event published to ``subscriptions/listen`` streams when the served tools changed."""
@@ -156,7 +153,8 @@ class McpServer:
         state_keys: Sequence[bytes] = (),
     ) -> None:
         self.invoker = invoker
-        self._tools, self._tools_loaded_always = self._listing()
+        self._discovery = invoker.registry.settings.discovery
+        self._listing()
         tools_can_change = invoker.registry.can_change
         self._listed_by = ListedBy("tools")  # handshake-era connections that listed the tools
         self._listen = ListenStreams()  # the stateless revision's subscriptions/listen streams
@@ -200,25 +198,33 @@ class McpServer:
     ) -> types.ListToolsResult:
         if self.sdk_server.tools_can_change:
             self._listed_by.note(ctx)
-        if (client_name(ctx) or "").strip().lower() in DEFERRING_CLIENTS:
+        client = client_name(ctx)
+        if discovery.defers_tools(client):
             return self._tools_loaded_always
+        if discovery.offered(self._definitions, client, self._discovery)[1]:
+            return self._tools_searched
         return self._tools
 
-    def _listing(self) -> tuple[types.ListToolsResult, types.ListToolsResult]:
-        """The tools as every client gets them, and as a client that defers tools gets them: the
-        built-ins marked ``_meta["anthropic/alwaysLoad"]``, so they stay in its context."""
-        tools = [(definition, tool_to_mcp(definition)) for definition in self.invoker.registry.definitions()]
+    def _listing(self) -> None:
+        """The three listings a client may get (:mod:`awf_mcp.core.discovery`): every tool; every
+        tool with the built-ins (and ``[discovery] always``) marked ``_meta["anthropic/alwaysLoad"]``
+        for a client that defers tools; the built-ins and the search, past the threshold."""
+        self._definitions = list(self.invoker.registry.definitions())
+        tools = [(definition, tool_to_mcp(definition)) for definition in self._definitions]
         marked = [
             tool.model_copy(update={"meta": {**(tool.meta or {}), ALWAYS_LOAD: True}})
-            if definition.source == BUILTIN_SOURCE
+            if discovery.loaded_always(definition, self._discovery)
             else tool
             for definition, tool in tools
         ]
-        return types.ListToolsResult(tools=[tool for _, tool in tools]), types.ListToolsResult(tools=marked)
+        searched, _ = discovery.offered(self._definitions, None, self._discovery)
+        self._tools = types.ListToolsResult(tools=[tool for _, tool in tools])
+        self._tools_loaded_always = types.ListToolsResult(tools=marked)
+        self._tools_searched = types.ListToolsResult(tools=[tool_to_mcp(d) for d in searched])
 
     async def notify_tools_changed(self) -> None:
         """Serve the registry's current tools and tell the clients; see :class:`ToolsServer`."""
-        self._tools, self._tools_loaded_always = self._listing()
+        self._listing()
         await self._listen.publish(TOOLS_CHANGED)
         await self._listed_by.tell()
 
@@ -244,6 +250,22 @@ class McpServer:
                     value, total, None if message is None else visible_text(message)
                 )
 
+        if params.name == discovery.FIND:
+            budget = self.invoker.budget_for(client_name(ctx))
+            found = discovery.find(self._definitions, params.arguments or {}, budget)
+            return result_to_mcp(ToolResult.text(found), discovery.FIND)
+        if params.name == discovery.CALL:  # the named tool's own call, as if it were listed
+            arguments = params.arguments or {}
+            target, inner = arguments.get("name"), arguments.get("arguments", {})
+            if (
+                not isinstance(target, str)
+                or not isinstance(inner, dict)
+                or target in (discovery.CALL, discovery.FIND)
+            ):
+                return result_to_mcp(
+                    ToolResult.error(f"{discovery.CALL} takes a tool's name and an object of arguments")
+                )
+            params = params.model_copy(update={"name": target, "arguments": inner})
         channel = ClientChannel(ctx, params)
         try:
             result = await self.invoker.call(
