@@ -42,6 +42,9 @@ class Scenario:
     tool: str = "Read"
     arguments: dict[str, Any] = field(default_factory=dict)
     server: str = "awf"
+    then: tuple[str, dict[str, Any]] | None = None
+    """A second awf tool to call, with its arguments, once the first one's result came back
+    (Gemini API only): the final text then echoes the second result."""
 
 
 @dataclass
@@ -107,9 +110,9 @@ class FakeModel:
 
     # ---- decisions shared by the three protocols
 
-    def pick_tool(self, names: list[str]) -> str | None:
-        """The agent's name for the scenario's tool among NAMES, if it is offered."""
-        wanted = self.scenario.tool
+    def pick_tool(self, names: list[str], wanted: str | None = None) -> str | None:
+        """The agent's name for the scenario's tool (or WANTED) among NAMES, if it is offered."""
+        wanted = wanted or self.scenario.tool
         for name in names:
             if name.endswith(wanted) and self.scenario.server in name[: -len(wanted)]:
                 return name
@@ -270,7 +273,13 @@ class _Handler(BaseHTTPRequestHandler):
         tool = self.model.pick_tool(names)
         wants_json = (body.get("generationConfig") or {}).get("responseMimeType") == "application/json"
         parts: list[dict[str, Any]]
-        if result is not None:
+        then = self.model.scenario.then
+        answered = _gemini_results(body.get("contents") or [])
+        if result is not None and then is not None and answered == 1:
+            second = self.model.pick_tool(names, then[0])
+            answer = "tool_call"
+            parts = [{"functionCall": {"name": second or then[0], "args": then[1]}}]
+        elif result is not None:
             answer, parts = "final", [{"text": FINAL_PREFIX + result}]
         elif tool is not None:
             answer = "tool_call"
@@ -419,6 +428,17 @@ def _gemini_tool_result(contents: list[Any]) -> str | None:
             response = part["functionResponse"].get("response")
             return _text_of(response.get("output", response) if isinstance(response, dict) else response)
     return None
+
+
+def _gemini_results(contents: list[Any]) -> int:
+    """How many tool results the conversation holds."""
+    return sum(
+        1
+        for content in contents
+        if isinstance(content, dict)
+        for part in content.get("parts") or []
+        if isinstance(part, dict) and "functionResponse" in part
+    )
 
 
 def _openai_tool_result(items: list[Any]) -> str | None:
