@@ -136,8 +136,8 @@ LAUNCH: tuple[Option, ...] = (
         "--log-level",
         str,
         "DEBUG, INFO (one record per call), WARNING or ERROR. Default: $AWF_MCP_LOG_LEVEL, else "
-        "WARNING on stdio (an agent passes stderr to its own console) and INFO over HTTP; the "
-        "per-call record of a stdio server is --audit-log FILE.",
+        "WARNING on stdio's stderr (an agent passes it to its own console), INFO into --log-file "
+        "or over HTTP; the per-call record of a stdio server is --audit-log FILE.",
         metavar="LEVEL",
     ),
     Option(
@@ -335,13 +335,13 @@ LOG_LEVEL_VARIABLE = "AWF_MCP_LOG_LEVEL"
 
 def log_level(launch: LaunchOptions, environ: Mapping[str, str] | None = None) -> str:
     """The level ``serve`` logs at: ``--debug``, ``--log-level``, ``$AWF_MCP_LOG_LEVEL``, else WARNING
-    on stdio (what the agent does with stderr is its business: some pass it to a console) and INFO
-    over HTTP (a service's log)."""
+    on stdio's stderr (what the agent does with it is its business: some pass it to a console), and
+    INFO into a ``--log-file`` or over HTTP (a service's log)."""
     if launch.debug:
         return "DEBUG"
     environ = os.environ if environ is None else environ
     chosen = launch.log_level or environ.get(LOG_LEVEL_VARIABLE, "").strip()
-    return chosen or ("INFO" if launch.transport == "http" else "WARNING")
+    return chosen or ("INFO" if launch.transport == "http" or launch.log_file else "WARNING")
 
 
 def parse_serve(argv: Sequence[str]) -> tuple[ServeOptions, LaunchOptions]:
