@@ -67,6 +67,7 @@ def test_every_module_is_under_the_sdk_contract() -> None:
             "http",
             "httpauth",
             "client",
+            "replay",
         )
     }
     wire = {f"awf_mcp.wire.{path.stem}" for path in (PROJECT / "awf_mcp" / "wire").glob("*.py")}
