@@ -176,15 +176,37 @@ def approve(
         files[_key(path)] = {"sha256": digest(data), "approved_at": stamp, "executed": dict(executed or {})}
 
 
+MAX_EXECUTED_BYTES = 64 * 1024 * 1024
+"""How much of a file a server runs is hashed: past it, the digest also covers the size and the
+modification time (a ``git pull`` that changes the file changes either)."""
+
+
 def file_digest(path: Path) -> str | None:
-    """The SHA-256 of the regular file PATH (links followed), or ``None`` when it is not one."""
+    """The SHA-256 of the regular file PATH (links followed), or ``None`` when it is not one.
+
+    At most :data:`MAX_EXECUTED_BYTES` are read: a project's huge file costs no more than that."""
     try:
-        with open(path, "rb") as handle:
-            if not os.path.isfile(path):
-                return None
-            return hashlib.file_digest(handle, "sha256").hexdigest()
+        # O_NONBLOCK: a FIFO named by a cloned repository's config must not hang the open.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        with open(fd, "rb", closefd=False) as handle:
+            info = os.fstat(fd)
+            if (info.st_mode & 0o170000) != 0o100000:
+                return None
+            sha = hashlib.sha256()
+            left = MAX_EXECUTED_BYTES
+            while left > 0 and (chunk := handle.read(min(left, 1 << 20))):
+                sha.update(chunk)
+                left -= len(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if info.st_size > MAX_EXECUTED_BYTES:
+        return f"{sha.hexdigest()}+{info.st_size}+{info.st_mtime_ns}"
+    return sha.hexdigest()
 
 
 def forget(path: Path, env: Mapping[str, str] | None = None) -> bool:

@@ -198,29 +198,25 @@ class McpServer:
     ) -> types.ListToolsResult:
         if self.sdk_server.tools_can_change:
             self._listed_by.note(ctx)
-        client = client_name(ctx)
-        if discovery.defers_tools(client):
+        if discovery.defers_tools(client_name(ctx)):
             return self._tools_loaded_always
-        if discovery.offered(self._definitions, client, self._discovery)[1]:
-            return self._tools_searched
-        return self._tools
+        return self._tools_offered
 
     def _listing(self) -> None:
-        """The three listings a client may get (:mod:`awf_mcp.core.discovery`): every tool; every
-        tool with the built-ins (and ``[discovery] always``) marked ``_meta["anthropic/alwaysLoad"]``
-        for a client that defers tools; the built-ins and the search, past the threshold."""
+        """The two listings a client may get (:mod:`awf_mcp.core.discovery`): for a client that
+        defers tools, every tool with the built-ins (and ``[discovery] always``) marked
+        ``_meta["anthropic/alwaysLoad"]``; for any other, every tool, or past the threshold the
+        built-ins and the search."""
         self._definitions = list(self.invoker.registry.definitions())
-        tools = [(definition, tool_to_mcp(definition)) for definition in self._definitions]
-        marked = [
-            tool.model_copy(update={"meta": {**(tool.meta or {}), ALWAYS_LOAD: True}})
-            if discovery.loaded_always(definition, self._discovery)
-            else tool
-            for definition, tool in tools
-        ]
-        searched, _ = discovery.offered(self._definitions, None, self._discovery)
-        self._tools = types.ListToolsResult(tools=[tool for _, tool in tools])
+        marked = []
+        for definition in self._definitions:
+            tool = tool_to_mcp(definition)
+            if discovery.loaded_always(definition, self._discovery):
+                tool = tool.model_copy(update={"meta": {**(tool.meta or {}), ALWAYS_LOAD: True}})
+            marked.append(tool)
+        offered, _searching = discovery.offered(self._definitions, None, self._discovery)
         self._tools_loaded_always = types.ListToolsResult(tools=marked)
-        self._tools_searched = types.ListToolsResult(tools=[tool_to_mcp(d) for d in searched])
+        self._tools_offered = types.ListToolsResult(tools=[tool_to_mcp(d) for d in offered])
 
     async def notify_tools_changed(self) -> None:
         """Serve the registry's current tools and tell the clients; see :class:`ToolsServer`."""

@@ -38,7 +38,7 @@ from typing import Literal
 from awf_mcp.ops.children import CONFINE_VARIABLE
 from awf_mcp.ops.containment import policy as policies
 from awf_mcp.ops.containment.backends import Backend, select
-from awf_mcp.ops.containment.policy import SandboxPolicy
+from awf_mcp.ops.containment.policy import SandboxPolicy, within
 
 Kind = Literal["shell", "server"]
 
@@ -110,19 +110,15 @@ class Layout:
         return (*rules, *(device for device in DEVICES if os.path.exists(device)))
 
 
-def _within(path: str, directory: str) -> bool:
-    return path == directory or path.startswith(directory.rstrip("/") + "/")
-
-
 def carve(top: str, excluded: Sequence[str]) -> list[str]:
     """Paths whose hierarchies together cover ``top`` less every ``excluded`` one (and nothing else).
 
     Landlock only grants, so "all but ``~/.ssh``" becomes the siblings of each directory on the
     way down to it. Symbolic links are left out: what they lead to is judged on its own.
     """
-    if any(_within(top, path) for path in excluded):
+    if any(within(top, path) for path in excluded):
         return []
-    inside = [path for path in excluded if _within(path, top)]
+    inside = [path for path in excluded if within(path, top)]
     if not inside:
         return [top]
     try:
@@ -140,9 +136,9 @@ def _ancestors(top: str, excluded: Sequence[str]) -> list[str]:
     """The directories :func:`carve` lists: from ``top`` down to the parent of each excluded path."""
     found: list[str] = []
     for path in excluded:
-        if _within(path, top) and path != top:
+        if within(path, top) and path != top:
             parent = os.path.dirname(path)
-            while _within(parent, top):
+            while within(parent, top):
                 found.append(parent)
                 if parent == top:
                     break
@@ -208,8 +204,9 @@ def layout(kind: Kind, policy: SandboxPolicy, roots: Sequence[str], server: str 
         *policies.expand(policies.PACKAGE_CACHES),
         *policies.expand(policy.allow_write),
     ]
-    if kind == "server" and server_state(server):
-        writable.append(server_state(server))
+    state = server_state(server) if kind == "server" else ""
+    if state:
+        writable.append(state)
     read_only = [
         os.path.join(root, protected) for root in real_roots for protected in policies.PROTECTED_IN_ROOTS
     ]

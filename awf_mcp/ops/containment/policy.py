@@ -225,7 +225,8 @@ def _denied_prefixes(policy: SandboxPolicy) -> tuple[frozenset[str], tuple[str, 
     return frozenset(paths), tuple(path.rstrip("/") + "/" for path in paths)
 
 
-def _within(path: str, directory: str) -> bool:
+def within(path: str, directory: str) -> bool:
+    """Whether ``path`` is ``directory`` or lies beneath it (both absolute, resolved)."""
     return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
@@ -247,7 +248,7 @@ def write_protected(real_path: str, roots: Sequence[str], policy: SandboxPolicy 
         return None
     for root in roots:
         for protected in PROTECTED_IN_ROOTS:
-            if _within(real_path, os.path.join(root, protected)):
+            if within(real_path, os.path.join(root, protected)):
                 return (
                     f"{protected} stays read-only inside the root: it runs later, outside any sandbox, "
                     "or governs awf-mcp itself"
