@@ -1,6 +1,6 @@
 """``python -m awf_mcp``: the same command line as ``awf-mcp``; the one-file binary's entry.
 
-The one-file binary also runs each Bash keeper (``awf_mcp.ops.children``) as itself with
+The one-file binary also runs each Bash keeper (``awf_mcp.processes.children``) as itself with
 the hidden first argument ``__awf_mcp_keeper__`` (``children.KEEPER_COMMAND``). That is
 dispatched here, before the CLI is imported: a keeper starts once per command and needs
 nothing but its own module.
@@ -17,7 +17,7 @@ if not getattr(sys, "frozen", False) and sys.path and sys.path[0] in ("", os.get
     del sys.path[0]
 
 if sys.argv[1:2] == ["__awf_mcp_keeper__"]:
-    from awf_mcp.ops.children import run_frozen_keeper
+    from awf_mcp.processes.children import run_frozen_keeper
 
     run_frozen_keeper(sys.argv[2:])
 

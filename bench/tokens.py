@@ -118,7 +118,7 @@ def in_process(issuer: str, audience: str, key: bytes, rounds: int) -> dict[str,
     import jwt
 
     from awf_mcp.core.config import HttpAuth
-    from awf_mcp.ops.httptoken import NamedTokens
+    from awf_mcp.state.httptoken import NamedTokens
     from awf_mcp.wire.httpauth import CallerVerifier, IssuerTokens
 
     now = int(time.time())

@@ -18,7 +18,7 @@ Contract
   job's state and exit code. ``KillShell`` kills the job's whole process group (SIGTERM,
   then SIGKILL after :data:`~awf_mcp.builtins.limits.BASH_KILL_GRACE` seconds).
 * A job runs under the same keeper as a foreground command
-  (:mod:`awf_mcp.ops.children`): when its shell exits, whatever it started ends too,
+  (:mod:`awf_mcp.processes.children`): when its shell exits, whatever it started ends too,
   detached or not. Jobs never outlive the server: :meth:`JobTable.close` (stdin EOF,
   SIGTERM, SIGINT) kills every group, and if the server dies, even by ``kill -9``, the
   kernel sends each keeper SIGTERM (``PR_SET_PDEATHSIG``) and it ends its job.
@@ -40,9 +40,9 @@ from awf_mcp import budget
 from awf_mcp.builtins.limits import BASH_KILL_GRACE
 from awf_mcp.builtins.outputs import OutputDir, StreamLog, fair_shares
 from awf_mcp.builtins.shell import group_alive, signal_group
-from awf_mcp.ops import children
-from awf_mcp.ops.containment.plan import Confinement as Confining
 from awf_mcp.ports import ToolError, ToolResult
+from awf_mcp.processes import children
+from awf_mcp.processes.containment.plan import Confinement as Confining
 
 MAX_JOBS = 8
 """Background jobs of one owner (a session and its caller) running at once."""

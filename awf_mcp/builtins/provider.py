@@ -31,9 +31,9 @@ from awf_mcp.builtins.outputs import OutputDir
 from awf_mcp.builtins.sandbox import Sandbox
 from awf_mcp.builtins.shell import ShellRunner, contained, shell_path
 from awf_mcp.concurrency import in_worker_thread
-from awf_mcp.ops.childenv import child_environment
-from awf_mcp.ops.containment.policy import active
 from awf_mcp.ports import ToolDefinition, ToolError, ToolResult, current_call
+from awf_mcp.processes.childenv import child_environment
+from awf_mcp.processes.containment.policy import active
 
 _FileTool = Callable[[Sandbox, Mapping[str, Any]], ToolResult]
 

@@ -13,7 +13,7 @@ Contract
   operators Rust has and RE2 lacks (``[a&&b]``, ``--``, ``~~``, nested ``[``)
   are escaped. ``\\C`` is refused.
 * :class:`RipgrepRun` runs ``rg`` with the user's environment
-  (:func:`~awf_mcp.ops.childenv.child_environment`) minus
+  (:func:`~awf_mcp.processes.childenv.child_environment`) minus
   ``RIPGREP_CONFIG_PATH``, always with ``--no-config``, and hands its output
   over one record at a time. A record is cut at :data:`MAX_RECORD_BYTES` (the
   rest of it is counted, never buffered), so no output can grow memory. Reading
@@ -44,8 +44,8 @@ from collections.abc import Iterator, Sequence
 
 from awf_mcp.builtins.limits import GREP_MAX_LINE_BYTES
 from awf_mcp.builtins.walk import Cancelled
-from awf_mcp.ops.childenv import child_environment
 from awf_mcp.ports import ToolError
+from awf_mcp.processes.childenv import child_environment
 
 ENGINE_VARIABLE = "AWF_MCP_SEARCH_ENGINE"
 """``python`` forces the pure-Python engine; anything else (or unset) uses ripgrep when found."""

@@ -53,7 +53,7 @@ sends the path the way above, which words the refusal.
 What it does not cover
 ----------------------
 * **Bash.** Its ``cwd`` is confined here; the command it runs is contained by the
-  kernel under the same policy (:mod:`awf_mcp.ops.containment`): the deny list this
+  kernel under the same policy (:mod:`awf_mcp.processes.containment`): the deny list this
   module's path policy applies, and the read-only paths :meth:`Sandbox.check_writable`
   refuses, are the ones Bash and the upstreams get.
 * **The roots themselves** are trusted: whoever can replace a root directory by
@@ -77,8 +77,8 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from awf_mcp.ops.containment.policy import write_protected
 from awf_mcp.ports import ToolError, current_call, visible_text
+from awf_mcp.processes.containment.policy import write_protected
 
 MAX_PATH_CHARS = 4096
 """The longest path argument accepted (Linux ``PATH_MAX``)."""

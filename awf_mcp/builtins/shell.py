@@ -4,7 +4,7 @@ Contract
 --------
 * ``command`` runs as ``/bin/bash -c command`` (``/bin/sh`` where there is no
   bash) with stdin from ``/dev/null``, in ``cwd`` (confined by the sandbox,
-  default: the first root), under a keeper (:mod:`awf_mcp.ops.children`) in a
+  default: the first root), under a keeper (:mod:`awf_mcp.processes.children`) in a
   new session and so a new process group. ``cwd`` is opened once through the
   sandbox (``O_DIRECTORY|O_NOFOLLOW`` from the root) and the keeper ``fchdir``s
   into that descriptor: a directory swapped for a symbolic link after the check
@@ -29,7 +29,7 @@ Contract
   the command timed out / was killed by a signal, followed by the captured
   ``--- stdout ---`` and ``--- stderr ---`` sections.
 
-* The command runs contained by the kernel (:mod:`awf_mcp.ops.containment`): reads
+* The command runs contained by the kernel (:mod:`awf_mcp.processes.containment`): reads
   everywhere but the credential stores, writes only in the roots, a private ``$TMPDIR`` and
   the package caches, no network unless hosts are named, no process outside visible. A
   failed command that the sandbox refused ends with one ``[awf-mcp: the sandbox refused
@@ -56,10 +56,10 @@ from awf_mcp.builtins.args import int_argument, required_string, string_argument
 from awf_mcp.builtins.limits import BASH_DEFAULT_TIMEOUT, BASH_KILL_GRACE, BASH_MAX_TIMEOUT
 from awf_mcp.builtins.outputs import OutputDir, StreamLog, render_streams
 from awf_mcp.builtins.sandbox import Sandbox
-from awf_mcp.ops import children
-from awf_mcp.ops.childenv import child_environment
-from awf_mcp.ops.containment.plan import Confinement, SandboxUnavailable, prepare
 from awf_mcp.ports import CallContext, ToolError, ToolResult, current_call
+from awf_mcp.processes import children
+from awf_mcp.processes.childenv import child_environment
+from awf_mcp.processes.containment.plan import Confinement, SandboxUnavailable, prepare
 
 _POLL_SECONDS = 0.2
 _FINAL_DRAIN_SECONDS = 1.0
@@ -202,7 +202,7 @@ class ShellRunner:
     async def _warm_keeper(
         self, argv: list[str], env: dict[str, str], cwd_fd: int
     ) -> anyio.abc.Process | None:
-        """The waiting keeper (:func:`~awf_mcp.ops.children.warm_keeper`) handed ``argv``; ``None``
+        """The waiting keeper (:func:`~awf_mcp.processes.children.warm_keeper`) handed ``argv``; ``None``
         when there is none, or it is gone (then it is reaped)."""
         warm, self._warm = self._warm, None
         if warm is None:

@@ -11,8 +11,8 @@ may serve its tool (:func:`awf_mcp.core.registry.serving`), ``config`` none unle
 ``--trust read-only`` needs their annotations; starting them is announced on stderr.
 This module parses arguments and prints (rich tables for people, stable JSON for
 scripts); the work is done by :mod:`awf_mcp.cli.runtime` (and
-:mod:`awf_mcp.ops.clientconfig`, :mod:`awf_mcp.ops.installer`,
-:mod:`awf_mcp.ops.scaffold`). The options a command shares with ``serve`` come from
+:mod:`awf_mcp.clients.clientconfig`, :mod:`awf_mcp.install.installer`,
+:mod:`awf_mcp.install.scaffold`). The options a command shares with ``serve`` come from
 :mod:`awf_mcp.cli.options`. A command raises :class:`~awf_mcp.errors.AwfError`;
 :func:`awf_mcp.cli.main.main` turns it into its exit code. Each command runs in one
 event loop.
@@ -79,8 +79,8 @@ def version_report() -> str:
         sdk = metadata.version("mcp")
     except metadata.PackageNotFoundError:
         sdk = "unknown"
-    from awf_mcp.ops.buildinfo import build_record
-    from awf_mcp.ops.childenv import launched_executable
+    from awf_mcp.install.buildinfo import build_record
+    from awf_mcp.processes.childenv import launched_executable
 
     frozen = getattr(sys, "frozen", False)
     lines = [
@@ -370,7 +370,7 @@ def client_config(
     --token-env the variable its bearer token is read from; without it the client signs in.
     """
     from awf_mcp.cli.options import serve_argv
-    from awf_mcp.ops import clientconfig
+    from awf_mcp.clients import clientconfig
 
     if list_clients:
         print(clientconfig.list_clients(), end="")
@@ -467,7 +467,7 @@ def plugins_init(name: PluginName, directory: PluginDir = ".") -> None:
     import shlex
     from pathlib import Path
 
-    from awf_mcp.ops.scaffold import ScaffoldError, scaffold_plugin
+    from awf_mcp.install.scaffold import ScaffoldError, scaffold_plugin
 
     try:
         created = scaffold_plugin(name, Path(directory))
@@ -512,7 +512,7 @@ def plugins_install(
     from pathlib import Path
 
     from awf_mcp.cli.runtime import say
-    from awf_mcp.ops import installer
+    from awf_mcp.install import installer
 
     report = installer.install(
         spec, target=Path(target) if target else None, find_links=find_links or (), progress=say
@@ -530,7 +530,7 @@ def plugins_uninstall(
     """Remove a plugin installed with `awf-mcp plugins install`, and what only it needed."""
     from pathlib import Path
 
-    from awf_mcp.ops import installer
+    from awf_mcp.install import installer
 
     removed = installer.uninstall(name, target=Path(target) if target else None)
     print("removed: " + ", ".join(removed))

@@ -78,7 +78,7 @@ def serve(argv: Sequence[str]) -> None:
     if launch.transport == "stdio":
         anyio.run(runtime.serve_stdio, settings, __version__, observer)
     else:
-        from awf_mcp.ops.httptoken import NamedTokens
+        from awf_mcp.state.httptoken import NamedTokens
         from awf_mcp.wire.http import LOOPBACK_HOSTS
 
         auth = config.http_auth(
@@ -104,10 +104,10 @@ def serve(argv: Sequence[str]) -> None:
             )
         token_file, show_token = None, False
         if not given and not launch.no_token:
-            from awf_mcp.ops.httptoken import kept_token
+            from awf_mcp.state.httptoken import kept_token
 
             (token, token_file), show_token = kept_token(), True
-        from awf_mcp.ops.statekey import state_keys
+        from awf_mcp.state.statekey import state_keys
 
         keys = state_keys(launch.state_key_file)
 

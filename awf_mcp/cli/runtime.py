@@ -66,8 +66,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from awf_mcp.core.servers import ServerSpec
-    from awf_mcp.ops.httptoken import NamedTokens
-    from awf_mcp.ops.statekey import StateKeys
+    from awf_mcp.state.httptoken import NamedTokens
+    from awf_mcp.state.statekey import StateKeys
     from awf_mcp.wire.framing import Frame, Oversized
 
 log = logging.getLogger("awf_mcp")
@@ -351,10 +351,10 @@ async def serve_http(
     The URL is logged at INFO once the port is bound. With ``show_token`` (the token is
     awf-mcp's own) the URL carries the token, and when it is kept in ``token_file`` a
     second line says where and how else to send it. Without a token, a warning says who
-    can use the server. ``state_keys`` seal ``request_state`` (:mod:`awf_mcp.ops.statekey`; ``None``:
+    can use the server. ``state_keys`` seal ``request_state`` (:mod:`awf_mcp.state.statekey`; ``None``:
     a key of this process).
     """
-    from awf_mcp.ops.httptoken import NamedTokens
+    from awf_mcp.state.httptoken import NamedTokens
     from awf_mcp.wire import http
     from awf_mcp.wire import server as adapter
     from awf_mcp.wire.httpauth import Access

@@ -7,7 +7,7 @@ own (and opened in the browser unless ``--no-browser``); exit 0 once signed in, 
 sentence on a denial, a timeout or a state mismatch. ``servers logout NAME`` forgets the
 tokens and revokes them where the server supports it (:func:`awf_mcp.wire.oauth.sign_out`).
 
-``servers import`` is :func:`awf_mcp.ops.serverimport.import_servers`. ``servers list``
+``servers import`` is :func:`awf_mcp.clients.serverimport.import_servers`. ``servers list``
 shows the configured upstream MCP servers, their state and tools:
 
 Every enabled server is started exactly as ``awf-mcp serve`` starts it (concurrently,
@@ -294,7 +294,7 @@ def servers_login(
     from awf_mcp.core import config
     from awf_mcp.core.observability import configure_logging
     from awf_mcp.errors import UserError
-    from awf_mcp.ops import tokenstore
+    from awf_mcp.state import tokenstore
     from awf_mcp.wire import oauth
 
     configure_logging("ERROR")
@@ -422,9 +422,9 @@ def servers_import(
     from pathlib import Path
 
     from awf_mcp.cli.trust import approve_at_users_command
+    from awf_mcp.clients.serverimport import import_servers
     from awf_mcp.core import trust
     from awf_mcp.core.config import DEFAULT_CONFIG_NAME, parse_settings
-    from awf_mcp.ops.serverimport import import_servers
 
     def served() -> list[tuple[str, bool]]:
         # The awf entry's trust hint names the tools `config` names in this directory.

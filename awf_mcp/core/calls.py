@@ -65,7 +65,6 @@ from awf_mcp.core.registry import RegisteredTool, Registry
 from awf_mcp.core.roots import ClientRoots
 from awf_mcp.core.schemacheck import Validator, first_problem, linear_validator
 from awf_mcp.errors import describe_exception, did_you_mean
-from awf_mcp.ops.containment.policy import read_denied
 from awf_mcp.ports import (
     LOCAL_CALLER,
     NO_CLIENT,
@@ -79,6 +78,7 @@ from awf_mcp.ports import (
     bind_call_context,
     unbind_call_context,
 )
+from awf_mcp.processes.containment.policy import read_denied
 
 log = logging.getLogger("awf_mcp.core.calls")
 
@@ -207,7 +207,7 @@ class ToolInvoker:
 
     def _path_denied(self, tool: str, source: str, path: str) -> str | None:
         """Why the file tools may not touch resolved ``path`` in a call of ``tool``: the sandbox's
-        deny list (the one policy of :mod:`awf_mcp.ops.containment.policy`), then the path policy."""
+        deny list (the one policy of :mod:`awf_mcp.processes.containment.policy`), then the path policy."""
         denial = read_denied(path)
         if denial is None and self.path_policy is not None:
             denial = self.path_policy(tool, source, path)

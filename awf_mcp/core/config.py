@@ -11,7 +11,7 @@ Two file formats carry the same keys:
   under ``[servers.<name>]`` (``mcpServers`` in JSON; :mod:`awf_mcp.core.servers`) and the
   authorization server of ``serve --transport http`` under ``[http.auth]`` (:class:`HttpAuth`),
   and the sandbox of Bash and the upstreams under ``[sandbox]``
-  (:mod:`awf_mcp.ops.containment.policy`; :func:`load` makes it the process's policy).
+  (:mod:`awf_mcp.processes.containment.policy`; :func:`load` makes it the process's policy).
 
 Validation failures raise :class:`~awf_mcp.errors.ConfigError` with one of the
 AWF codes (``USER.MCP_PROXY.UNKNOWN_KEY``, ``...EMPTY_PROXY``; the plugin- and
@@ -41,8 +41,8 @@ from awf_mcp.core import discovery, servers, trust
 from awf_mcp.core.discovery import Discovery
 from awf_mcp.core.servers import ServerSpec
 from awf_mcp.errors import ConfigError
-from awf_mcp.ops.containment.policy import SandboxPolicy, activate, parse_table, policy_from
 from awf_mcp.ports import inert_text, plugin_setting_variable
+from awf_mcp.processes.containment.policy import SandboxPolicy, activate, parse_table, policy_from
 
 DEFAULT_CONFIG_NAME = "awf-mcp.toml"
 DEFAULT_CALL_TIMEOUT_SECONDS = 620.0

@@ -39,7 +39,7 @@ Contract
   held). ``awf-mcp servers approve NAME`` is the command.
 * :func:`refusal` is the sentence a call of a held tool gets instead of "unknown tool".
 
-The record (``pins`` in :mod:`awf_mcp.ops.statestore`)::
+The record (``pins`` in :mod:`awf_mcp.state.statestore`)::
 
     {"servers": {IDENTITY_SHA256: {"name", "runs",
         "items": {"tool:NAME": {"sha256", "definition"}},
@@ -63,8 +63,8 @@ from typing import Any, TypeVar
 from awf_mcp.core.observability import audit_event
 from awf_mcp.core.servers import ServerSpec
 from awf_mcp.errors import UserError
-from awf_mcp.ops import statestore
 from awf_mcp.ports import PromptDefinition, ResourceDefinition, ToolDefinition
+from awf_mcp.state import statestore
 
 log = logging.getLogger("awf_mcp.pins")
 

@@ -44,7 +44,7 @@ import pluggy
 from awf_mcp import hookspecs
 from awf_mcp.core.config import Settings
 from awf_mcp.errors import PluginError, describe_exception
-from awf_mcp.ops.plugindirs import plugin_dirs
+from awf_mcp.install.plugindirs import plugin_dirs
 from awf_mcp.ports import BUILTIN_SOURCE, PluginContext, ToolDefinition, ToolProvider, plugin_source
 
 log = logging.getLogger("awf_mcp.core.plugins")

@@ -72,7 +72,7 @@ log = logging.getLogger("awf_mcp.registry")
 CLIENT_SERVER_NAME = "awf"
 """The name agents are configured to know awf-mcp by (``awf-mcp config``): their ``mcp__awf__`` prefix.
 
-The same as :data:`awf_mcp.ops.clientconfig.DEFAULT_SERVER_NAME`, not imported from it to keep that
+The same as :data:`awf_mcp.clients.clientconfig.DEFAULT_SERVER_NAME`, not imported from it to keep that
 module off ``serve``'s start-up path (a unit test holds the two equal)."""
 
 Listener = Callable[[], Awaitable[object]]

@@ -11,7 +11,7 @@ configuration can be pasted in), into :class:`ServerSpec` objects sorted by name
   The agents' ``type``/``transport`` markers (``stdio``, ``http``, ``streamable-http``,
   ``sse``) are accepted. Gemini's ``httpUrl`` is read as a Streamable HTTP ``url``. An
   untyped ``url`` is Streamable HTTP, as Claude Code reads it; Gemini CLI's own ``url``
-  (SSE) is imported as ``type = "sse"`` by :mod:`awf_mcp.ops.serverimport`.
+  (SSE) is imported as ``type = "sse"`` by :mod:`awf_mcp.clients.serverimport`.
 * ``auth = "oauth"`` (a ``url`` server only) signs in with OAuth: ``awf-mcp servers login
   NAME`` once, then the stored tokens are used and refreshed (see
   :mod:`awf_mcp.wire.oauth`); ``client_id`` names a client registered beforehand with the
@@ -39,7 +39,7 @@ configuration can be pasted in), into :class:`ServerSpec` objects sorted by name
   anything heavy), so their start overlaps awf-mcp's own.
 
 Standard library only (and, inside :func:`launch_early`, the standard-library-only
-:mod:`awf_mcp.ops` modules that start processes).
+:mod:`awf_mcp.processes` modules that start them).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from awf_mcp.errors import ConfigError
-from awf_mcp.ops.containment import policy
+from awf_mcp.processes.containment import policy
 
 DEFAULT_STARTUP_TIMEOUT_SECONDS = 15.0
 SERVER_NAME_PATTERN = re.compile(r"^[A-Za-z0-9-]{1,32}$")
@@ -310,7 +310,7 @@ def may_sign_in(spec: ServerSpec) -> bool:
 def oauth_detected() -> set[str]:
     """The URLs recorded by :func:`record_oauth` (none when the state cannot be read)."""
     from awf_mcp.errors import UserError
-    from awf_mcp.ops import statestore
+    from awf_mcp.state import statestore
 
     try:
         urls = statestore.load(OAUTH_DETECTED).get("urls", [])
@@ -321,7 +321,7 @@ def oauth_detected() -> set[str]:
 
 def record_oauth(url: str) -> None:
     """Remember that the server at URL asked for OAuth (its ``401`` named its metadata)."""
-    from awf_mcp.ops import statestore
+    from awf_mcp.state import statestore
 
     with statestore.updating(OAUTH_DETECTED) as record:
         known = record.get("urls")
@@ -356,8 +356,8 @@ def working_directory(spec: ServerSpec, roots: Sequence[str]) -> str:
 
 
 def launch_key(spec: ServerSpec, env: Mapping[str, str], cwd: str) -> tuple[Any, ...]:
-    """What identifies ``spec``'s launch with ``env`` in ``cwd`` (see :mod:`awf_mcp.ops.upstreamprocess`)."""
-    from awf_mcp.ops import upstreamprocess
+    """What identifies the launch of ``spec`` with ``env`` in ``cwd`` (:mod:`.processes.upstreamprocess`)."""
+    from awf_mcp.processes import upstreamprocess
 
     return upstreamprocess.launch_key(spec.command, spec.args, env, cwd, spec.name, spec.sandbox)
 
@@ -365,11 +365,11 @@ def launch_key(spec: ServerSpec, env: Mapping[str, str], cwd: str) -> tuple[Any,
 def launch_early(specs: Sequence[ServerSpec], roots: Sequence[str] = ()) -> None:
     """Spawn every enabled stdio server now, so its start overlaps awf-mcp's own.
 
-    The connection made later adopts the process (see :mod:`awf_mcp.ops.upstreamprocess`);
+    The connection made later adopts the process (see :mod:`awf_mcp.processes.upstreamprocess`);
     nothing is reported here: a server that cannot start is reported by the normal path.
     """
-    from awf_mcp.ops import upstreamprocess
-    from awf_mcp.ops.childenv import child_environment
+    from awf_mcp.processes import upstreamprocess
+    from awf_mcp.processes.childenv import child_environment
 
     launches = {}
     for spec in specs:

@@ -17,7 +17,7 @@ Contract
   its links are followed. ``./awf-mcp.toml``, found rather than named, never is.
 * Anything else is approved only while :func:`verdict` finds its absolute path recorded
   with the SHA-256 of the very bytes about to be used. A changed byte is a new file.
-  Approvals live in the user's state directory (:mod:`awf_mcp.ops.statestore`, record
+  Approvals live in the user's state directory (:mod:`awf_mcp.state.statestore`, record
   ``approvals``), which nothing in a project can name.
 * An approval also records the SHA-256 of each file inside the project that the config's
   servers run (``command = "./scripts/run.sh"``, ``args = ["./srv.py"]``): one that changed
@@ -29,7 +29,7 @@ Contract
 * :func:`read_bounded` reads a configuration file once, up to :data:`MAX_CONFIG_BYTES`,
   so the bytes that are hashed are the bytes that are parsed.
 
-Standard library only, plus :mod:`awf_mcp.ops.statestore`.
+Standard library only, plus :mod:`awf_mcp.state.statestore`.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Literal
 
 from awf_mcp.errors import ConfigError
-from awf_mcp.ops import statestore
+from awf_mcp.state import statestore
 
 MAX_CONFIG_BYTES = 1024 * 1024
 """A configuration file larger than this is refused: real ones are a few KiB."""

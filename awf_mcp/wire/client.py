@@ -11,11 +11,11 @@ With :mod:`awf_mcp.wire.server` the only module that imports the SDK (``mcp``,
 
 stdio
 -----
-* The server starts with the user's environment (:func:`awf_mcp.ops.childenv.child_environment`)
-  plus its ``env``, through :mod:`awf_mcp.ops.upstreamprocess`: under a keeper, in its own
+* The server starts with the user's environment (:func:`awf_mcp.processes.childenv.child_environment`)
+  plus its ``env``, through :mod:`awf_mcp.processes.upstreamprocess`: under a keeper, in its own
   process group, so that neither it nor anything it starts (detached or not) outlives its
   connection or awf-mcp, even a ``kill -9`` of awf-mcp. A process that
-  :func:`~awf_mcp.ops.upstreamprocess.launch_early` started for the same launch is used.
+  :func:`~awf_mcp.processes.upstreamprocess.launch_early` started for the same launch is used.
 * Its stdout is read by the event loop (no thread): a line over 10 MiB
   (:data:`~awf_mcp.wire.framing.MAX_MESSAGE_BYTES`) ends the connection (the server is
   restarted on the next call), at most about twice that buffered; a line that is not
@@ -122,8 +122,6 @@ from awf_mcp.core.upstream import (
     UpstreamSignedOut,
     offer_from,
 )
-from awf_mcp.ops.childenv import child_environment
-from awf_mcp.ops.upstreamprocess import KEEPER_GRACE_SECONDS, claim, spawn
 from awf_mcp.ports import (
     PROMPT_ROLES,
     PromptArgument,
@@ -134,6 +132,8 @@ from awf_mcp.ports import (
     ToolDefinition,
     ToolResult,
 )
+from awf_mcp.processes.childenv import child_environment
+from awf_mcp.processes.upstreamprocess import KEEPER_GRACE_SECONDS, claim, spawn
 from awf_mcp.wire.framing import MAX_MESSAGE_BYTES
 
 log = logging.getLogger("awf_mcp.upstream")

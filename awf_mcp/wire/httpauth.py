@@ -5,7 +5,7 @@ Contract
 :class:`Access` decides who may use ``serve --transport http`` and who each caller is
 (a :class:`~awf_mcp.ports.Caller`). It accepts, in this order:
 
-* a static token (:class:`~awf_mcp.ops.httptoken.NamedTokens`: ``--token`` and the
+* a static token (:class:`~awf_mcp.state.httptoken.NamedTokens`: ``--token`` and the
   tokens of ``--token-file``), as ``Authorization: Bearer TOKEN`` or the URL's
   ``?token=TOKEN``; the caller is ``token`` with the token's name;
 * an access token of the configured authorization server (:class:`IssuerTokens`), as
@@ -83,8 +83,8 @@ from starlette.responses import JSONResponse, Response
 
 from awf_mcp.core.config import HttpAuth
 from awf_mcp.errors import UserError, describe_exception
-from awf_mcp.ops.httptoken import NamedTokens
 from awf_mcp.ports import ANONYMOUS_CALLER, LOCAL_CALLER, Caller
+from awf_mcp.state.httptoken import NamedTokens
 from awf_mcp.wire.http import query_token
 
 log = logging.getLogger("awf_mcp.http")

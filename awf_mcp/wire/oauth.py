@@ -8,7 +8,7 @@ where the server accepts one (``client_metadata_url``) or else dynamic client re
 the ``client_id`` registered beforehand), PKCE, the resource indicator, the scopes the server
 asks for, the state check, the token exchange and the refresh. This module gives it:
 
-* :class:`StoredTokens`, its ``TokenStorage``, over :mod:`awf_mcp.ops.tokenstore` (the OS
+* :class:`StoredTokens`, its ``TokenStorage``, over :mod:`awf_mcp.state.tokenstore` (the OS
   keyring, else a ``0600`` file in the user's state directory; never a config file). The
   absolute expiry, and the endpoints of the authorization server's metadata, are kept beside
   the tokens so that a later process knows an access token has expired and refreshes it, at the
@@ -77,8 +77,8 @@ from mcp.shared.auth import (
 from awf_mcp import __version__
 from awf_mcp.core.servers import ServerSpec
 from awf_mcp.core.upstream import UpstreamFailure
-from awf_mcp.ops import tokenstore
 from awf_mcp.ports import inert_text
+from awf_mcp.state import tokenstore
 
 DEFAULT_SIGN_IN_SECONDS = 300.0
 EXPIRY_MARGIN_SECONDS = 60.0
@@ -134,7 +134,7 @@ def _kept_metadata(metadata: OAuthMetadata | None) -> dict[str, Any]:
 
 
 class StoredTokens:
-    """The SDK's ``TokenStorage`` over :mod:`awf_mcp.ops.tokenstore` for one server.
+    """The SDK's ``TokenStorage`` over :mod:`awf_mcp.state.tokenstore` for one server.
 
     ``fresh``: read no tokens (a sign-in starts over). ``redirect_uri``: a registered client is
     read only if that URI is among its redirect URIs (a new loopback port registers anew).

@@ -26,7 +26,7 @@ Public surface
 --------------
 ``McpServer(invoker, name=..., version=..., instructions=..., state_keys=...)``
     ``state_keys``       the keys sealing the stateless revision's ``request_state``
-                         (:mod:`awf_mcp.ops.statekey`: the first seals, all open); none: a
+                         (:mod:`awf_mcp.state.statekey`: the first seals, all open); none: a
                          key made at start-up, held by this process only;
     ``sdk_server``       the SDK's low-level :class:`mcp.server.Server` (a
                          :class:`ToolsServer`; for in-memory tests and other transports);

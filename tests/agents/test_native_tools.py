@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from awf_mcp.ops.clientprofiles import CLAUDE_NATIVE_TOOLS, GEMINI_NATIVE_TOOLS
+from awf_mcp.clients.clientprofiles import CLAUDE_NATIVE_TOOLS, GEMINI_NATIVE_TOOLS
 from tests.agents.fake_model import FakeModel, Scenario
 from tests.agents.kit import (
     Workspace,

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from awf_mcp.ops import clientconfig
+from awf_mcp.clients import clientconfig
 from tests.helpers.harness import server_command, server_env
 
 pytestmark = pytest.mark.e2e

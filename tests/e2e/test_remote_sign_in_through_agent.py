@@ -22,7 +22,7 @@ from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.client.subscriptions import ToolsListChanged, listen
 from mcp.shared.exceptions import MCPError
 
-from awf_mcp.ops import tokenstore
+from awf_mcp.state import tokenstore
 from tests.e2e.test_remote_upstreams import awf, oauth_table
 from tests.e2e.test_upstream import NO_PLUGINS, write_config
 from tests.helpers.harness import call_answering, mcp_session, text_of

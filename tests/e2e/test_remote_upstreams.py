@@ -23,7 +23,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from awf_mcp.ops import tokenstore
+from awf_mcp.state import tokenstore
 from tests.e2e.test_upstream import NO_PLUGINS, servers_list, write_config
 from tests.helpers.harness import RawServer, mcp_session, server_command, server_env, text_of, wait_until
 from tests.helpers.remote import remote_upstream

@@ -1,4 +1,4 @@
-"""``awf_mcp.ops.buildinfo``: what the single executable says it was built as."""
+"""``awf_mcp.install.buildinfo``: what the single executable says it was built as."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from awf_mcp.ops.buildinfo import BUILD_RECORD, build_identity
+from awf_mcp.install.buildinfo import BUILD_RECORD, build_identity
 
 
 def in_a_bundle(monkeypatch: pytest.MonkeyPatch, bundle: Path) -> None:

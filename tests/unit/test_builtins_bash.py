@@ -17,9 +17,9 @@ import anyio
 import pytest
 
 from awf_mcp.builtins import BuiltinTools
-from awf_mcp.ops.containment import policy
-from awf_mcp.ops.containment.policy import SandboxPolicy
 from awf_mcp.ports import CallContext, ToolError, ToolResult, bind_call_context, unbind_call_context
+from awf_mcp.processes.containment import policy
+from awf_mcp.processes.containment.policy import SandboxPolicy
 from tests.helpers.harness import marked_pids
 from tests.helpers.providers import call_with_budget
 

@@ -1,4 +1,4 @@
-"""``awf_mcp.ops.childenv``: children of the frozen binary get the user's environment back."""
+"""``awf_mcp.processes.childenv``: children of the frozen binary get the user's environment back."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from awf_mcp.ops.childenv import child_environment, launched_executable, reentry_environment
+from awf_mcp.processes.childenv import child_environment, launched_executable, reentry_environment
 
 BOOTLOADER_SET = {
     "LD_LIBRARY_PATH": "/tmp/_MEIabc",

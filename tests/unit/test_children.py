@@ -1,4 +1,4 @@
-"""The keeper (awf_mcp/ops/children.py) on its own: exit status mirrored, cwd by descriptor, nothing left."""
+"""The keeper (awf_mcp/processes/children.py) alone: exit status mirrored, cwd by descriptor, nothing left."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from awf_mcp.ops import children
+from awf_mcp.processes import children
 from tests.helpers.harness import marked_pids, wait_until
 
 

@@ -1,4 +1,4 @@
-"""``awf_mcp.ops.clientconfig``: printed snippets and ``--write`` for Claude Code, Gemini CLI, Codex."""
+"""``awf_mcp.clients.clientconfig``: printed snippets and ``--write`` for Claude Code, Gemini CLI, Codex."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from awf_mcp.clients import clientconfig as cc
 from awf_mcp.errors import UserError
-from awf_mcp.ops import clientconfig as cc
 from tests.helpers.harness import server_command, server_env
 
 COMMAND = ["/opt/awf/bin/awf-mcp", "serve", "--root", "/work/repo"]

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from awf_mcp.clients import clientconfig as cc
+from awf_mcp.clients.editors import loads_json
 from awf_mcp.errors import UserError
-from awf_mcp.ops import clientconfig as cc
-from awf_mcp.ops.editors import loads_json
 
 COMMAND = ["/opt/awf/bin/awf-mcp", "serve", "--root", "/work/repo"]
 SPLIT = {"command": COMMAND[0], "args": COMMAND[1:]}

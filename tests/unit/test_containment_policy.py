@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from awf_mcp.ops.containment import kernel, policy, proxy
-from awf_mcp.ops.containment.plan import carve, carved, layout, prepare
-from awf_mcp.ops.containment.policy import SandboxPolicy, parse_table
+from awf_mcp.processes.containment import kernel, policy, proxy
+from awf_mcp.processes.containment.plan import carve, carved, layout, prepare
+from awf_mcp.processes.containment.policy import SandboxPolicy, parse_table
 
 
 def test_parse_table_takes_exactly_the_documented_keys() -> None:

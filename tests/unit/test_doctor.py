@@ -21,9 +21,9 @@ from awf_mcp.cli.doctor import (
     run_checks,
     search_findings,
 )
+from awf_mcp.clients import clientconfig
 from awf_mcp.core.config import ServeOptions
 from awf_mcp.errors import UserError
-from awf_mcp.ops import clientconfig
 from tests.helpers.distributions import make_distribution, provider_plugin
 from tests.helpers.harness import server_command, write_approved
 

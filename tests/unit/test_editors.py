@@ -1,4 +1,4 @@
-"""``awf_mcp.ops.editors``: order-keeping JSON edits, line-exact TOML table edits, all-or-nothing writes."""
+"""``awf_mcp.clients.editors``: order-keeping JSON edits, line-exact TOML edits, all-or-nothing writes."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from awf_mcp.clients import editors
 from awf_mcp.errors import UserError
-from awf_mcp.ops import editors
 
 
 def test_toml_table_renders_values_then_sub_tables_without_empty_headers() -> None:

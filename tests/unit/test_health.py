@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from awf_mcp.ops.httptoken import NamedTokens
+from awf_mcp.state.httptoken import NamedTokens
 from awf_mcp.wire.health import HealthEndpoints
 from awf_mcp.wire.httpauth import Access
 

@@ -18,8 +18,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from awf_mcp.core.config import HttpAuth, http_auth
 from awf_mcp.errors import ConfigError, UserError
-from awf_mcp.ops.httptoken import NamedTokens, read_token_file
 from awf_mcp.ports import Caller
+from awf_mcp.state.httptoken import NamedTokens, read_token_file
 from awf_mcp.wire import httpauth
 from awf_mcp.wire.httpauth import Access, IssuerTokens, TokenRefused, caller_of
 

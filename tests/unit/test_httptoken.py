@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from awf_mcp.ops.httptoken import kept_token
+from awf_mcp.state.httptoken import kept_token
 
 
 def test_a_token_is_made_once_and_kept_readable_by_the_user_only(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""``awf_mcp.ops.installer``: installing local plugins into a plugin directory,
+"""``awf_mcp.install.installer``: installing local plugins into a plugin directory,
 keeping what awf-mcp already has out of it, uninstalling exactly what was added, clear errors.
 
 The plugins are small source projects written per test (a plugin installed in
@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from awf_mcp.errors import ExecutionError, UserError
-from awf_mcp.ops import installer
-from awf_mcp.ops.manifest import normalize
+from awf_mcp.install import installer
+from awf_mcp.install.manifest import normalize
 from tests.helpers.harness import server_command, server_env
 
 pytestmark = pytest.mark.timeout(120)

@@ -1,4 +1,4 @@
-"""``awf_mcp.ops.manifest``: the plugin directory's manifest, its distributions and their removal."""
+"""``awf_mcp.install.manifest``: the plugin directory's manifest, its distributions and their removal."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from awf_mcp import hookspecs
 from awf_mcp.errors import UserError
-from awf_mcp.ops import manifest
+from awf_mcp.install import manifest
 
 
 def dist_info(target: Path, name: str, entry_points: str = "", record: str = "") -> Path:

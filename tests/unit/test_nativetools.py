@@ -1,5 +1,5 @@
-"""``--replace-native`` / ``--restore-native`` (:mod:`awf_mcp.ops.nativetools` through
-:mod:`awf_mcp.ops.clientconfig`): idempotent writes with a ``.bak``, and a restore that
+"""``--replace-native`` / ``--restore-native`` (:mod:`awf_mcp.clients.nativetools` through
+:mod:`awf_mcp.clients.clientconfig`): idempotent writes with a ``.bak``, and a restore that
 removes exactly what was added and nothing the user had."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from awf_mcp.clients import clientconfig as cc
+from awf_mcp.clients import nativetools
+from awf_mcp.clients.clientprofiles import CLAUDE_NATIVE_TOOLS, CODEX_NATIVE_SWITCHES, GEMINI_NATIVE_TOOLS
 from awf_mcp.errors import UserError
-from awf_mcp.ops import clientconfig as cc
-from awf_mcp.ops import nativetools
-from awf_mcp.ops.clientprofiles import CLAUDE_NATIVE_TOOLS, CODEX_NATIVE_SWITCHES, GEMINI_NATIVE_TOOLS
 
 BASE = ["/opt/awf/bin/awf-mcp"]
 

@@ -1,4 +1,4 @@
-"""``awf_mcp.ops.piprunner``: which Python runs pip, and pip's failures as one sentence."""
+"""``awf_mcp.install.piprunner``: which Python runs pip, and pip's failures as one sentence."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from awf_mcp.errors import ExecutionError, SystemFault, UserError
-from awf_mcp.ops import piprunner
+from awf_mcp.install import piprunner
 
 
 def test_find_python_prefers_the_environment_variable(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -352,8 +352,8 @@ async def test_a_changed_schema_under_the_same_name_is_the_one_calls_are_checked
 
 
 def test_the_client_prefix_is_the_name_awf_mcp_config_writes() -> None:
+    from awf_mcp.clients.clientconfig import DEFAULT_SERVER_NAME
     from awf_mcp.core.registry import CLIENT_SERVER_NAME
-    from awf_mcp.ops.clientconfig import DEFAULT_SERVER_NAME
 
     assert CLIENT_SERVER_NAME == DEFAULT_SERVER_NAME
 

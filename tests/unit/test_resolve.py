@@ -1,4 +1,4 @@
-"""``awf_mcp.ops.resolve``: the running interpreter's wheel tags and what awf-mcp already has."""
+"""``awf_mcp.install.resolve``: the running interpreter's wheel tags and what awf-mcp already has."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from awf_mcp.ops import resolve
+from awf_mcp.install import resolve
 
 
 def test_target_spec_describes_the_running_interpreter() -> None:

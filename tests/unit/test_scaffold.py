@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from awf_mcp.ops.scaffold import ScaffoldError, check_plugin_name, scaffold_plugin, suggested_name
+from awf_mcp.install.scaffold import ScaffoldError, check_plugin_name, scaffold_plugin, suggested_name
 from tests.helpers.harness import server_command, server_env
 
 NAME = "demo_kit"

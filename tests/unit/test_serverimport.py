@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from awf_mcp.clients.serverimport import import_servers
 from awf_mcp.core.config import parse_settings
 from awf_mcp.core.servers import parse
 from awf_mcp.errors import UserError
-from awf_mcp.ops.serverimport import import_servers
 
 CLAUDE = {
     "mcpServers": {

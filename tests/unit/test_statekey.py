@@ -10,7 +10,7 @@ import pytest
 from mcp.server.request_state import AESGCMRequestStateCodec, InvalidRequestState
 
 from awf_mcp.errors import UserError
-from awf_mcp.ops.statekey import ENV_KEY, ENV_PREVIOUS, MAX_FILE_BYTES, MAX_KEYS, state_keys
+from awf_mcp.state.statekey import ENV_KEY, ENV_PREVIOUS, MAX_FILE_BYTES, MAX_KEYS, state_keys
 
 
 def key_file(tmp_path: Path, text: str | bytes, mode: int = 0o600) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from awf_mcp.errors import UserError
-from awf_mcp.ops import statestore
+from awf_mcp.state import statestore
 
 
 def test_the_state_directory_follows_xdg_state_home_and_defaults_under_home(tmp_path: Path) -> None:

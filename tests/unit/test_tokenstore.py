@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from awf_mcp.errors import UserError
-from awf_mcp.ops import tokenstore
+from awf_mcp.state import tokenstore
 
 
 def test_an_entry_is_written_to_a_private_file_and_forgotten() -> None:

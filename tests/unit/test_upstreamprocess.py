@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from awf_mcp.ops import upstreamprocess
-from awf_mcp.ops.upstreamprocess import claim, launch_early, launch_key, spawn, stop
+from awf_mcp.processes import upstreamprocess
+from awf_mcp.processes.upstreamprocess import claim, launch_early, launch_key, spawn, stop
 from tests.helpers.harness import marked_pids, wait_until
 
 SLEEPER = ["-c", "import sys; sys.stdin.read()"]

@@ -16,8 +16,8 @@ The checks:
     the settings load (``--config``, ``./awf-mcp.toml``, ``--root`` ...) exactly as
     ``awf-mcp serve`` loads them; when they do not, the checks that need them are skipped.
 ``clients``
-    every client profile in :data:`awf_mcp.ops.clientconfig.PROFILES` that has files,
-    every scope, read by :func:`awf_mcp.ops.clientconfig.server_files`: the awf entry
+    every client profile in :data:`awf_mcp.clients.clientconfig.PROFILES` that has files,
+    every scope, read by :func:`awf_mcp.clients.clientconfig.server_files`: the awf entry
     (named ``awf``, or any entry whose command runs ``awf-mcp ... serve``), whether it
     is disabled, whether its command exists, and whether it starts and answers
     ``tools/list`` within ``--timeout`` seconds, started as the client starts it (its
@@ -42,17 +42,17 @@ The checks:
 ``roots``
     every root exists, is a directory, and can be listed.
 ``build``
-    what this awf-mcp is (:mod:`awf_mcp.ops.buildinfo`): version, commit, the Python and
+    what this awf-mcp is (:mod:`awf_mcp.install.buildinfo`): version, commit, the Python and
     C library it runs on, its ``rg`` and the platform it was built for.
 ``search``
     the ``rg`` Grep and Glob run (:func:`awf_mcp.builtins.ripgrep.ripgrep_binary`):
     where it comes from and its version, or the pure-Python engine.
 ``sandbox``
-    how Bash, its jobs and stdio upstreams are contained (:mod:`awf_mcp.ops.containment`):
+    how Bash, its jobs and stdio upstreams are contained (:mod:`awf_mcp.processes.containment`):
     the backend in force (``bwrap`` or ``landlock``), what it enforces, and why another was
     not used; an error when none works here and ``[sandbox] mode`` is ``contained``.
 ``plugin-directories``
-    the plugin directories (:func:`awf_mcp.ops.plugindirs.plugin_dirs`): what the
+    the plugin directories (:func:`awf_mcp.install.plugindirs.plugin_dirs`): what the
     single executable loads plugins from and ``plugins install`` writes to, and the
     Python ``plugins install`` runs pip with.
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 async def check_build(ctx: Context) -> list[Finding]:
     """What this awf-mcp is: version, commit, Python, C library, rg, the platform it was built for."""
     from awf_mcp.builtins.ripgrep import ripgrep_binary
-    from awf_mcp.ops.buildinfo import build_identity
+    from awf_mcp.install.buildinfo import build_identity
 
     identity = build_identity(ripgrep_binary())
     detail = (

@@ -17,11 +17,11 @@ from awf_mcp.cli.doctor.context import Context
 from awf_mcp.cli.doctor.report import ERROR, INFO, OK, WARNING, Finding, counted
 
 if TYPE_CHECKING:
-    from awf_mcp.ops.clientconfig import ServerEntry, ServerFile
+    from awf_mcp.clients.clientconfig import ServerEntry, ServerFile
 
 
 def _file_subject(file: ServerFile) -> str:
-    from awf_mcp.ops.clientconfig import PROFILES
+    from awf_mcp.clients.clientconfig import PROFILES
 
     return f"{PROFILES[file.client].title} ({' and '.join(file.scopes)} scope)"
 
@@ -181,7 +181,7 @@ async def probe_commands(
 
 async def check_clients(ctx: Context) -> list[Finding]:
     """Every client's awf entry: there, its command exists, it starts and answers ``tools/list``."""
-    from awf_mcp.ops import clientconfig
+    from awf_mcp.clients import clientconfig
 
     findings: list[Finding] = []
     startable: list[_Entry] = []

@@ -67,7 +67,7 @@ def _plugins_in(directory: Path) -> list[str]:
 
 
 def _plugin_directory(directory: Path, listed: bool, install_target: bool, frozen: bool) -> Finding | None:
-    from awf_mcp.ops.plugindirs import ENV_PLUGIN_PATH
+    from awf_mcp.install.plugindirs import ENV_PLUGIN_PATH
 
     role = f"from {ENV_PLUGIN_PATH}" if listed else "the default plugin directory"
     subject = f"{directory} ({role}{', where plugins install writes' if install_target else ''})"
@@ -120,7 +120,7 @@ def plugin_directory_findings(dirs: Sequence[Path], explicit: Sequence[Path], fr
 def installer_python_finding() -> Finding:
     """The Python ``plugins install`` runs pip with (the single executable has none of its own)."""
     from awf_mcp.errors import AwfError
-    from awf_mcp.ops.piprunner import ENV_PYTHON, find_python
+    from awf_mcp.install.piprunner import ENV_PYTHON, find_python
 
     subject = "Python for plugins install"
     try:
@@ -135,7 +135,7 @@ async def check_plugin_directories(ctx: Context) -> list[Finding]:
     """The plugin directories, and for the single executable the Python that installs into them."""
     import anyio
 
-    from awf_mcp.ops.plugindirs import ENV_PLUGIN_PATH, plugin_dirs
+    from awf_mcp.install.plugindirs import ENV_PLUGIN_PATH, plugin_dirs
 
     explicit = [Path(p) for p in ctx.env.get(ENV_PLUGIN_PATH, "").split(os.pathsep) if p]
     findings = plugin_directory_findings(plugin_dirs(), explicit, ctx.frozen)

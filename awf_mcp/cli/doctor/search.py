@@ -22,7 +22,7 @@ VERSION_TIMEOUT_SECONDS = 10.0
 
 def _command_version(argv: Sequence[str]) -> tuple[str | None, str]:
     """The first line ``ARGV`` prints (its version), or None and why it did not run."""
-    from awf_mcp.ops.buildinfo import command_version
+    from awf_mcp.install.buildinfo import command_version
 
     return command_version(argv, VERSION_TIMEOUT_SECONDS)
 

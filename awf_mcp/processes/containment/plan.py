@@ -3,7 +3,7 @@
 Contract
 --------
 :func:`prepare` is called by every path that starts a process (Bash, its jobs, stdio upstreams:
-:func:`awf_mcp.ops.children.kept_command` takes what it returns). For the active policy
+:func:`awf_mcp.processes.children.kept_command` takes what it returns). For the active policy
 (:mod:`.policy`) it returns
 
 * ``None`` when ``mode = "off"``: the process runs as before, with the user's rights;
@@ -35,10 +35,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from awf_mcp.ops.children import CONFINE_VARIABLE
-from awf_mcp.ops.containment import policy as policies
-from awf_mcp.ops.containment.backends import Backend, select
-from awf_mcp.ops.containment.policy import SandboxPolicy, within
+from awf_mcp.processes.children import CONFINE_VARIABLE
+from awf_mcp.processes.containment import policy as policies
+from awf_mcp.processes.containment.backends import Backend, select
+from awf_mcp.processes.containment.policy import SandboxPolicy, within
 
 Kind = Literal["shell", "server"]
 
@@ -254,7 +254,7 @@ class Confinement:
         Judged from the proxy's refusals and from the errors a refused write, read or
         connection gives; ``None`` when nothing points at the sandbox.
         """
-        from awf_mcp.ops.containment import proxy
+        from awf_mcp.processes.containment import proxy
 
         refused_hosts = proxy.refused_since(since) if self.layout.network == "proxy" else []
         if refused_hosts:
@@ -302,7 +302,7 @@ def prepare(
     plan = layout(kind, policy, roots or policies.active_roots() or (os.getcwd(),), server)
     port = None
     if plan.network == "proxy":
-        from awf_mcp.ops.containment.proxy import proxy_for
+        from awf_mcp.processes.containment.proxy import proxy_for
 
         port = proxy_for(plan.hosts).port
     return Confinement(selection.backend, plan, policy, port)

@@ -13,7 +13,7 @@ constraints file and offered as a metadata-only stub wheel, so a plugin that nee
 different ``awf-mcp``, ``mcp`` or ``pydantic`` fails with pip's conflict sentence.
 With ``offline_first`` the resolution is tried without the package index first, and
 the index is asked only when that fails. Failures are those of
-:func:`awf_mcp.ops.piprunner.run_pip`.
+:func:`awf_mcp.install.piprunner.run_pip`.
 
 This module uses the standard library only.
 """
@@ -33,9 +33,9 @@ from importlib import metadata
 from pathlib import Path
 
 from awf_mcp.errors import ExecutionError, UserError
-from awf_mcp.ops.manifest import normalize
-from awf_mcp.ops.piprunner import run_pip
-from awf_mcp.ops.plugindirs import plugin_dirs
+from awf_mcp.install.manifest import normalize
+from awf_mcp.install.piprunner import run_pip
+from awf_mcp.install.plugindirs import plugin_dirs
 
 _STUB_BUILD_TAG = "99999"
 _VERSION = re.compile(r"^[A-Za-z0-9.+!_-]+$")

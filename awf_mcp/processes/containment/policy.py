@@ -8,7 +8,7 @@ Contract
   ``env_pass``. :func:`parse_table` checks a table; :meth:`SandboxPolicy.for_server` merges a
   server's own table over the user's (its ``mode`` and ``network`` replace, its lists add).
 * :func:`activate` makes a policy and the roots the one this process enforces; :func:`active`
-  returns it. Every process awf-mcp starts (:mod:`awf_mcp.ops.containment.plan`) and every
+  returns it. Every process awf-mcp starts (:mod:`awf_mcp.processes.containment.plan`) and every
   path the file tools touch (:func:`read_denied`, :func:`write_protected`) is judged by it, so
   no setting can widen one of them and leave the others behind.
 * :data:`BUILTIN_DENY_READ` is the credential stores nothing contained may read;

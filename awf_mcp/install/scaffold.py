@@ -14,7 +14,7 @@ the name is not a valid plugin name or the directory already exists; nothing
 is written in either case. Files are written only after every template has
 been rendered, into a directory that did not exist before.
 
-The templates live in ``awf_mcp/ops/templates/plugin/`` (package data): every file
+The templates live in ``awf_mcp/install/templates/plugin/`` (package data): every file
 ends in ``.tmpl``, so neither pytest nor ruff mistakes them for project code.
 In a path, ``__package__`` becomes ``awf_plugin_<name>``, ``__name__`` becomes
 ``<name>`` and a leading ``gitignore`` becomes ``.gitignore``; in the text,
@@ -76,7 +76,7 @@ def check_plugin_name(name: str) -> None:
 
 
 def _templates() -> Traversable:
-    return resources.files("awf_mcp.ops").joinpath("templates", "plugin")
+    return resources.files("awf_mcp.install").joinpath("templates", "plugin")
 
 
 def _walk(node: Traversable, parts: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Traversable]]:

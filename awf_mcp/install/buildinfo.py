@@ -22,7 +22,7 @@ import sys
 import sysconfig
 from collections.abc import Sequence
 
-from awf_mcp.ops.childenv import child_environment
+from awf_mcp.processes.childenv import child_environment
 
 BUILD_RECORD = "awf-mcp-build.json"
 """The file name of the build record, at the top of the single executable's bundle."""
@@ -44,7 +44,7 @@ def build_record() -> dict[str, object]:
 def command_version(argv: Sequence[str], timeout: float = 10.0) -> tuple[str | None, str]:
     """The first line ``argv`` prints (its version), or None and why it did not run.
 
-    It runs with the user's environment (:func:`~awf_mcp.ops.childenv.child_environment`).
+    It runs with the user's environment (:func:`~awf_mcp.processes.childenv.child_environment`).
     """
     try:
         done = subprocess.run(

@@ -26,7 +26,7 @@ import sys
 from collections.abc import Sequence
 
 from awf_mcp.errors import ExecutionError, SystemFault, UserError
-from awf_mcp.ops.childenv import child_environment
+from awf_mcp.processes.childenv import child_environment
 
 ENV_PYTHON = "AWF_MCP_PYTHON"
 MIN_PIP = (22, 2)

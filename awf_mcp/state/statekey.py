@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from awf_mcp.errors import UserError
-from awf_mcp.ops.privatefile import read_private_file
+from awf_mcp.state.privatefile import read_private_file
 
 ENV_KEY = "AWF_MCP_STATE_KEY"
 ENV_PREVIOUS = "AWF_MCP_STATE_KEY_PREVIOUS"

@@ -10,7 +10,7 @@ the documentation the format was taken from. Nothing in :mod:`.clientconfig` or
 Other modules iterate over the clients with :func:`profiles` and resolve a file with
 :meth:`ClientProfile.scope_files` + :meth:`FileLocation.resolve`. :meth:`ClientProfile.entry`
 writes a server entry; :meth:`ServerEntry.from_table` reads any entry, in every shape the
-clients write (how a file is read is :func:`awf_mcp.ops.clientconfig.read_servers`).
+clients write (how a file is read is :func:`awf_mcp.clients.clientconfig.read_servers`).
 
 ===============  ==========================================  ===============================================
 client           project scope                               user scope (Linux; macOS where different)

@@ -3,8 +3,8 @@
 Contract
 --------
 * :func:`agent_servers` reads the agent's server file (the one ``awf-mcp config CLIENT``
-  writes, :func:`awf_mcp.ops.clientconfig.target_files`, read by
-  :func:`awf_mcp.ops.clientconfig.read_servers`) and returns each server as an
+  writes, :func:`awf_mcp.clients.clientconfig.target_files`, read by
+  :func:`awf_mcp.clients.clientconfig.read_servers`) and returns each server as an
   awf-mcp ``[servers.NAME]`` table: ``command``/``args``/``env``/``cwd`` or ``url``/``headers``,
   and the timeouts and ``enabled`` flag where the agent has them (Gemini's ``timeout`` in
   ms, Codex's ``startup_timeout_sec``/``tool_timeout_sec``/``bearer_token_env_var``/
@@ -30,11 +30,11 @@ Contract
   tables. With ``write`` it appends them to ``awf-mcp.toml`` (servers already there are
   kept and not overwritten), removes the imported servers from the agent's file and adds
   the single awf entry (what ``awf-mcp config CLIENT --write`` adds), all in one
-  :func:`~awf_mcp.ops.editors.apply_edits`: the whole new ``awf-mcp.toml`` must pass
+  :func:`~awf_mcp.clients.editors.apply_edits`: the whole new ``awf-mcp.toml`` must pass
   ``check`` first, or nothing is written and the agent's file keeps its servers. Each
   file that changes gets one backup, of what it held before the command. The agent's
   project file, and ``./awf-mcp.toml`` when no ``--config`` names it, are project files:
-  one that is a symbolic link is refused (see :func:`awf_mcp.ops.editors.writable_target`).
+  one that is a symbolic link is refused (see :func:`awf_mcp.clients.editors.writable_target`).
 
 Standard library only.
 """
@@ -47,10 +47,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from awf_mcp.errors import UserError
-from awf_mcp.ops import clientconfig
-from awf_mcp.ops.clientprofiles import ServerEntry
-from awf_mcp.ops.editors import (
+from awf_mcp.clients import clientconfig
+from awf_mcp.clients.clientprofiles import ServerEntry
+from awf_mcp.clients.editors import (
     Edit,
     TextEdit,
     apply_edits,
@@ -64,6 +63,7 @@ from awf_mcp.ops.editors import (
     toml_table,
     writable_target,
 )
+from awf_mcp.errors import UserError
 
 IMPORT_CLIENTS = ("claude", "gemini", "codex")
 _NAME = re.compile(r"^[A-Za-z0-9-]{1,32}$")
@@ -262,7 +262,7 @@ def import_servers(
     CONFIG: the awf-mcp TOML file the user named (None: ``./awf-mcp.toml``, a project
     file). CHECK: what ``serve`` applies to that file's content. TOOLS: returns ``(name,
     read_only)`` of every tool awf-mcp serves here, for the trust hint printed with the
-    awf entry (as :func:`awf_mcp.ops.clientconfig.configure` takes them); called only
+    awf entry (as :func:`awf_mcp.clients.clientconfig.configure` takes them); called only
     with ``write``, once the new ``awf-mcp.toml`` has passed CHECK. SIGNED_IN: whether awf-mcp
     holds a sign-in for the ``auth = "oauth"`` server NAME with TABLE (or knows it needs none);
     without it, every such server stays in the agent's file.

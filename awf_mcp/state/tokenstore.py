@@ -8,7 +8,7 @@ Contract
 * Entries live outside every config file: in the OS keyring (service :data:`KEYRING_SERVICE`)
   when the ``keyring`` package finds an OS backend (priority 1 or more: not a file of
   ``keyrings.alt``) that answers (probed once per process),
-  otherwise in the record ``oauth.json`` of :mod:`awf_mcp.ops.statestore` (the state
+  otherwise in the record ``oauth.json`` of :mod:`awf_mcp.state.statestore` (the state
   directory is ``0700``, the record ``0600``, written whole and renamed into place, under a
   lock so two processes never lose each other's writes). ``AWF_MCP_TOKEN_STORE=file`` uses
   the file even where a keyring exists.
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from awf_mcp.errors import UserError
-from awf_mcp.ops import statestore
+from awf_mcp.state import statestore
 
 RECORD = "oauth"
 KEYRING_SERVICE = "awf-mcp"

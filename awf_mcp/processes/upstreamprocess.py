@@ -4,7 +4,7 @@ Contract
 --------
 * :func:`spawn` starts ``command args`` with pipes on stdin, stdout and stderr, in a new
   session (its own process group, so the whole group can be stopped). On Linux it runs
-  under the keeper of :mod:`awf_mcp.ops.children`, as ``Bash`` commands do: the keeper is
+  under the keeper of :mod:`awf_mcp.processes.children`, as ``Bash`` commands do: the keeper is
   the process returned (its exit status mirrors the server's), the server is its child in
   the same group, and
 
@@ -18,7 +18,7 @@ Contract
 
   Only a process that SIGKILLs the keeper itself and has detached escapes (as for Bash;
   see docs/security.md). The server runs contained by the kernel, as Bash does
-  (:mod:`awf_mcp.ops.containment`). Elsewhere than Linux the server is started directly.
+  (:mod:`awf_mcp.processes.containment`). Elsewhere than Linux the server is started directly.
   ``command`` without a path separator is searched on the ``PATH`` of ``env``;
   :class:`FileNotFoundError` says which command was not found.
 * :func:`launch_early` spawns servers before awf-mcp's own slow start-up work (importing
@@ -41,8 +41,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from awf_mcp.ops import children
-from awf_mcp.ops.containment.plan import prepare
+from awf_mcp.processes import children
+from awf_mcp.processes.containment.plan import prepare
 
 KEEPER_GRACE_SECONDS = 0.1
 """Between the keeper's SIGTERM and SIGKILL to what the server left (within awf-mcp's one-second exit)."""
@@ -84,9 +84,9 @@ def spawn(
     named: Sequence[str] = (),
 ) -> subprocess.Popen[bytes]:
     """Start server ``server``'s process; see the module docstring. Raises :class:`OSError`
-    (:class:`~awf_mcp.ops.containment.plan.SandboxUnavailable` where it cannot be contained).
+    (:class:`~awf_mcp.processes.containment.plan.SandboxUnavailable` where it cannot be contained).
 
-    It runs contained (:mod:`awf_mcp.ops.containment`) by the active policy with the server's
+    It runs contained (:mod:`awf_mcp.processes.containment`) by the active policy with the server's
     own ``sandbox`` table over it; ``named`` are the variables its ``env`` table sets, which
     pass whatever their name.
     """

@@ -1,24 +1,24 @@
 """``awf-mcp config CLIENT``: the MCP configuration each agent needs, printed or written.
 
-Every client is one :class:`~awf_mcp.ops.clientprofiles.ClientProfile` in
-:data:`~awf_mcp.ops.clientprofiles.PROFILES` (the table of clients and files is there);
+Every client is one :class:`~awf_mcp.clients.clientprofiles.ClientProfile` in
+:data:`~awf_mcp.clients.clientprofiles.PROFILES` (the table of clients and files is there);
 nothing below branches on a client's name. This module turns a profile into:
 
 * the text ``awf-mcp config CLIENT`` prints (:func:`render`, :func:`configure`), and the
-  edits ``--write`` applies (:func:`write`), through :mod:`awf_mcp.ops.editors`:
+  edits ``--write`` applies (:func:`write`), through :mod:`awf_mcp.clients.editors`:
   idempotent, order-preserving, a ``.bak`` copy of every file that changes, nothing
   written when any file cannot be parsed; the project scope's files are the project's
   (:func:`project_of`), so one that is a symbolic link is refused, while a user-scope
-  link is written through (:func:`awf_mcp.ops.editors.writable_target`);
+  link is written through (:func:`awf_mcp.clients.editors.writable_target`);
 * ``--url URL [--token-env VAR]`` (:func:`parse_gateway`): the entry names a remote awf-mcp,
   a :class:`Gateway`, instead of a command, in the shape of the profile's
-  :class:`~awf_mcp.ops.clientprofiles.RemoteShape`; an entry turned from one to the other
-  keeps no key of the way it no longer uses (:data:`~awf_mcp.ops.clientprofiles.TRANSPORT_KEYS`);
-* ``--replace-native`` / ``--restore-native`` (:mod:`awf_mcp.ops.nativetools`);
+  :class:`~awf_mcp.clients.clientprofiles.RemoteShape`; an entry turned from one to the other
+  keeps no key of the way it no longer uses (:data:`~awf_mcp.clients.clientprofiles.TRANSPORT_KEYS`);
+* ``--replace-native`` / ``--restore-native`` (:mod:`awf_mcp.clients.nativetools`);
 * ``awf-mcp config --list`` (:func:`list_clients`): every client with the file it would write;
 * the one reader of the files as they are, for ``awf-mcp doctor`` and ``servers import``:
   :func:`read_servers` lists every server entry in a client's file
-  (:class:`~awf_mcp.ops.clientprofiles.ServerEntry`: name, argv or URL, env, disabled,
+  (:class:`~awf_mcp.clients.clientprofiles.ServerEntry`: name, argv or URL, env, disabled,
   whether it is awf's), :func:`server_files` does so for every client's files, and
   :func:`read_entry` / :func:`installed_entries` say whether the awf entry is there
   and which command it runs.
@@ -41,10 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from awf_mcp.errors import UserError
-from awf_mcp.ops import nativetools
-from awf_mcp.ops.childenv import launched_executable
-from awf_mcp.ops.clientprofiles import (
+from awf_mcp.clients import nativetools
+from awf_mcp.clients.clientprofiles import (
     CLIENTS,
     GEMINI_TIMEOUT_MS,
     PROFILES,
@@ -58,7 +56,7 @@ from awf_mcp.ops.clientprofiles import (
     ServerEntry,
     profiles,
 )
-from awf_mcp.ops.editors import (
+from awf_mcp.clients.editors import (
     Edit,
     JsonObject,
     UnreadableFile,
@@ -76,7 +74,9 @@ from awf_mcp.ops.editors import (
     toml_replace_table,
     toml_table,
 )
+from awf_mcp.errors import UserError
 from awf_mcp.ports import TOOL_NAME_PATTERN
+from awf_mcp.processes.childenv import launched_executable
 
 __all__ = [
     "CLIENTS",

@@ -3,7 +3,7 @@
 Contract
 --------
 :func:`kept_token` returns the token recorded in the user's state directory
-(:mod:`awf_mcp.ops.statestore`, record ``http``: a ``0600`` file in a ``0700`` directory)
+(:mod:`awf_mcp.state.statestore`, record ``http``: a ``0600`` file in a ``0700`` directory)
 and that file's path. The first call makes one (:func:`secrets.token_urlsafe`, 32 bytes);
 so does a call that finds the record without a well-formed token. The token stays the
 same across restarts, so a client configured with it keeps working; removing the file
@@ -42,8 +42,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from awf_mcp.errors import UserError
-from awf_mcp.ops import statestore
-from awf_mcp.ops.privatefile import read_private_file
+from awf_mcp.state import statestore
+from awf_mcp.state.privatefile import read_private_file
 
 log = logging.getLogger("awf_mcp.http")
 

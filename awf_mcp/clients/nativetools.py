@@ -1,14 +1,14 @@
 """``awf-mcp config CLIENT --replace-native`` / ``--restore-native``: the client's own tools off and on.
 
 A client that keeps its own file and shell tools beside awf-mcp's lets the model pick
-the unconfined ones. The profile's :class:`~awf_mcp.ops.clientprofiles.NativeTools`
+the unconfined ones. The profile's :class:`~awf_mcp.clients.clientprofiles.NativeTools`
 names the setting that switches them off: names added to a list (Claude Code
 ``permissions.deny``, Gemini CLI ``tools.exclude``) or keys set in a table (Codex
 ``[features]``).
 
 Contract
 --------
-* :func:`replace` adds the setting to the scope's file through :mod:`awf_mcp.ops.editors`
+* :func:`replace` adds the setting to the scope's file through :mod:`awf_mcp.clients.editors`
   (idempotent, ``.bak`` copy, nothing written when the file cannot be parsed), and
   records in a ledger exactly what it added: the list items that were not there yet,
   and each switched key's previous value (or its absence).
@@ -28,9 +28,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from awf_mcp.errors import UserError
-from awf_mcp.ops.clientprofiles import ClientProfile, NativeTools, profiles
-from awf_mcp.ops.editors import (
+from awf_mcp.clients.clientprofiles import ClientProfile, NativeTools, profiles
+from awf_mcp.clients.editors import (
     Edit,
     WriteReport,
     add_to_list,
@@ -47,6 +46,7 @@ from awf_mcp.ops.editors import (
     toml_set_keys,
     toml_table,
 )
+from awf_mcp.errors import UserError
 
 LEDGER_NAME = "native-tools.json"
 

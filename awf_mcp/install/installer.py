@@ -3,7 +3,7 @@
 Contract
 --------
 :func:`install` puts a plugin and the distributions it needs into a plugin
-directory (default: the first of :func:`awf_mcp.ops.plugindirs.plugin_dirs`), where
+directory (default: the first of :func:`awf_mcp.install.plugindirs.plugin_dirs`), where
 the loader finds it. ``spec`` is a requirement for the package index
 (``awf-plugin-echo``, ``awf-plugin-echo==1.0``) or a local path: a source
 directory (built into a wheel first) or a ``.whl`` file.
@@ -40,10 +40,10 @@ unsatisfiable requirements), :class:`~awf_mcp.errors.ExecutionError` (pip
 failed otherwise) or :class:`~awf_mcp.errors.SystemFault` (no Python with
 pip), each one sentence ending with pip's own error line where there is one.
 
-The parts live beside this module: :mod:`~awf_mcp.ops.piprunner` (the Python that
-runs pip), :mod:`~awf_mcp.ops.fetch` (specs, local builds, the staging install),
-:mod:`~awf_mcp.ops.resolve` (wheel tags, what awf-mcp has, pip's resolver) and
-:mod:`~awf_mcp.ops.manifest` (the plugin directory). This module is the sequence.
+The parts live beside this module: :mod:`~awf_mcp.install.piprunner` (the Python that
+runs pip), :mod:`~awf_mcp.install.fetch` (specs, local builds, the staging install),
+:mod:`~awf_mcp.install.resolve` (wheel tags, what awf-mcp has, pip's resolver) and
+:mod:`~awf_mcp.install.manifest` (the plugin directory). This module is the sequence.
 It uses the standard library only.
 """
 
@@ -57,8 +57,8 @@ from typing import Any
 
 from awf_mcp.errors import SystemFault, UserError
 from awf_mcp.hookspecs import ENTRY_POINT_GROUP
-from awf_mcp.ops.fetch import plugin_request, stage
-from awf_mcp.ops.manifest import (
+from awf_mcp.install.fetch import plugin_request, stage
+from awf_mcp.install.manifest import (
     MANIFEST_NAME,
     TargetDist,
     merge_tree,
@@ -68,9 +68,9 @@ from awf_mcp.ops.manifest import (
     target_dists,
     write_manifest,
 )
-from awf_mcp.ops.piprunner import find_python
-from awf_mcp.ops.plugindirs import plugin_dirs
-from awf_mcp.ops.resolve import Resolved, bundled_distributions, resolve, target_spec
+from awf_mcp.install.piprunner import find_python
+from awf_mcp.install.plugindirs import plugin_dirs
+from awf_mcp.install.resolve import Resolved, bundled_distributions, resolve, target_spec
 
 __all__ = ["MANIFEST_NAME", "InstallReport", "install", "installed_plugins", "uninstall"]
 

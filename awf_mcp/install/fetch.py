@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from awf_mcp.errors import ExecutionError, UserError
-from awf_mcp.ops.manifest import normalize
-from awf_mcp.ops.piprunner import run_pip
-from awf_mcp.ops.resolve import Resolved, TargetSpec
+from awf_mcp.install.manifest import normalize
+from awf_mcp.install.piprunner import run_pip
+from awf_mcp.install.resolve import Resolved, TargetSpec
 
 _PATH_LIKE = re.compile(r"^(\.|~|/)|\.whl$", re.IGNORECASE)
 _REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(\[[^\]]*\])?\s*(.*)$")

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from typing import Any, Protocol, TypedDict
 
     class Confining(Protocol):
-        """What :func:`kept_command` needs of a :class:`~awf_mcp.ops.containment.plan.Confinement`."""
+        """What :func:`kept_command` needs of a :class:`~awf_mcp.processes.containment.plan.Confinement`."""
 
         def command(
             self, argv: Sequence[str], env: Mapping[str, str], named: Sequence[str] = ()
@@ -148,10 +148,10 @@ def kept_command(
 
     The command travels in the environment, not on the keeper's command line, so
     the keeper's ``/proc/PID/cmdline`` shows only the keeper. Pass ``cwd_fd`` in
-    ``pass_fds`` too. With ``confinement`` (:func:`awf_mcp.ops.containment.plan.prepare`),
+    ``pass_fds`` too. With ``confinement`` (:func:`awf_mcp.processes.containment.plan.prepare`),
     the command runs contained: its environment filtered (``named``: variables passed
     whatever their name), under the backend's wrapper, and the keeper's child confines
-    itself (:func:`awf_mcp.ops.containment.kernel.confine`) before ``exec``; if it cannot,
+    itself (:func:`awf_mcp.processes.containment.kernel.confine`) before ``exec``; if it cannot,
     the command does not run (exit code 126, the reason on stderr).
     """
     if confinement is not None:
@@ -165,7 +165,7 @@ def kept_command(
 def _runner(env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
     """The command line that starts a keeper, and the environment it is started with."""
     if getattr(sys, "frozen", False):  # the one-file binary: its entry point dispatches KEEPER_COMMAND
-        from awf_mcp.ops.childenv import reentry_environment
+        from awf_mcp.processes.childenv import reentry_environment
 
         # Started with the bootloader's variables, it runs in place from this process's bundle:
         # no second unpacking, and no second bootloader between this process and the keeper.
@@ -234,7 +234,7 @@ def _receive_command(control: int) -> tuple[list[str], dict[str, str], int]:
 
 
 KEEPER_PACKAGE = "AWF_MCP_KEEPER_PACKAGE"
-"""The directory of :mod:`awf_mcp.ops.containment.kernel`, which a keeper run from its compiled
+"""The directory of :mod:`awf_mcp.processes.containment.kernel`, which a keeper run from its compiled
 copy imports as a top-level module: standard library only, it needs nothing of the ``awf_mcp``
 package, whose import would cost each contained command a millisecond more (removed before exec)."""
 
@@ -407,8 +407,8 @@ _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 CONFINE_VARIABLE = "AWF_MCP_KEEPER_CONFINE"
-"""The :func:`~awf_mcp.ops.containment.kernel.confine` spec, when the command runs contained
-(set by :mod:`awf_mcp.ops.containment.plan`; removed before the command runs)."""
+"""The :func:`~awf_mcp.processes.containment.kernel.confine` spec, when the command runs contained
+(set by :mod:`awf_mcp.processes.containment.plan`; removed before the command runs)."""
 
 CANNOT_CONFINE = 126
 
@@ -423,7 +423,7 @@ def _preload() -> None:
 
 def _kernel() -> Any:
     if getattr(sys, "frozen", False):
-        from awf_mcp.ops.containment import kernel
+        from awf_mcp.processes.containment import kernel
     else:
         import kernel  # type: ignore[import-not-found,no-redef]  # from KEEPER_PACKAGE (see main)
     return kernel
@@ -507,7 +507,7 @@ def run_frozen_keeper(args: list[str]) -> None:
     The keeper was started with the bootloader's variables (``childenv.reentry_environment``):
     the command gets the user's environment back, as every child does.
     """
-    from awf_mcp.ops.childenv import child_environment
+    from awf_mcp.processes.childenv import child_environment
 
     user_environment = child_environment()
     os.environ.clear()
