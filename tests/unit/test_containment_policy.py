@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from awf_mcp.processes.containment import kernel, policy, proxy
-from awf_mcp.processes.containment.plan import carve, carved, layout, prepare
+from awf_mcp.processes.containment.layout import carve, carved, layout
+from awf_mcp.processes.containment.plan import prepare
 from awf_mcp.processes.containment.policy import SandboxPolicy, parse_table
 
 

@@ -18,7 +18,7 @@ async def check_sandbox(ctx: Context) -> list[Finding]:
     """The backend in force (``bwrap`` or ``landlock``), or why Bash and upstreams are refused."""
     from awf_mcp.processes.containment import policy
     from awf_mcp.processes.containment.backends import BACKEND_VARIABLE, select
-    from awf_mcp.processes.containment.plan import layout
+    from awf_mcp.processes.containment.layout import layout
 
     if ctx.settings is None:
         return []

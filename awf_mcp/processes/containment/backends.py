@@ -2,7 +2,7 @@
 
 Contract
 --------
-A :class:`Backend` turns a :class:`~awf_mcp.processes.containment.plan.Layout` (the concrete paths
+A :class:`Backend` turns a :class:`~awf_mcp.processes.containment.layout.Layout` (the concrete paths
 and network of one process) into what the keeper runs: :meth:`Backend.wrap` returns the
 command line (the command itself, or the command under a wrapper) and the spec the keeper
 applies to itself before ``exec`` (:func:`awf_mcp.processes.containment.kernel.confine`).
@@ -40,7 +40,7 @@ from awf_mcp.processes.childenv import child_environment
 from awf_mcp.processes.containment import kernel
 
 if TYPE_CHECKING:
-    from awf_mcp.processes.containment.plan import Layout
+    from awf_mcp.processes.containment.layout import Layout
 
 BACKEND_VARIABLE = "AWF_MCP_SANDBOX_BACKEND"
 """Forces a backend (``bwrap`` or ``landlock``); unset or ``auto``: the first usable one."""
