@@ -133,7 +133,7 @@ class ShellRunner:
         self.outputs = outputs or OutputDir()
         self._subreaper = False
         self._calls = 0
-        self._warm: tuple[anyio.abc.Process, socket.socket] | None = None
+        self._warm: tuple[anyio.abc.Process, socket.socket, tuple[object, ...] | None] | None = None
         self._closed = False
 
     def checked(self, sandbox: Sandbox, arguments: Mapping[str, Any]) -> tuple[str, str]:
@@ -159,15 +159,17 @@ class ShellRunner:
         confinement = contained(sandbox)
         started_at = time.monotonic()
         argv, env = [shell_path(), "-c", command], {**child_environment(), CALL_MARKER: marker}
-        if confinement is not None:
-            argv, env = confinement.command(argv, env)
         cwd_fd = sandbox.open_dir(cwd)
         try:
-            process = await self._warm_keeper(argv, env, cwd_fd) or await self._cold_keeper(argv, env, cwd_fd)
+            process = await self._warm_keeper(argv, env, (cwd_fd, cwd), confinement)
+            if process is None:
+                if confinement is not None:
+                    argv, env = confinement.command(argv, env)
+                process = await self._cold_keeper(argv, env, cwd_fd)
         finally:
             os.close(cwd_fd)
         self._running[process.pid] = process
-        await self._prewarm()
+        await self._prewarm(confinement)
         keep = budget.current_budget()
         stdout = self.outputs.new_log("bash.stdout", keep)
         stderr = self.outputs.new_log("bash.stderr", keep)
@@ -200,17 +202,32 @@ class ShellRunner:
             raise ToolError(f"cannot start the shell: {exc.strerror or exc}") from exc
 
     async def _warm_keeper(
-        self, argv: list[str], env: dict[str, str], cwd_fd: int
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: tuple[int, str],
+        confinement: Confinement | None,
     ) -> anyio.abc.Process | None:
-        """The waiting keeper (:func:`~awf_mcp.processes.children.warm_keeper`) handed ``argv``; ``None``
-        when there is none, or it is gone (then it is reaped)."""
+        """The waiting keeper handed ``argv`` in ``cwd`` (a descriptor of it, and its real path);
+        ``None`` when there is none, it is gone, or it waits in another sandbox than
+        ``confinement``'s (then it is stopped and reaped).
+
+        Uncontained, the keeper (:func:`~awf_mcp.processes.children.warm_keeper`) gets the
+        command with the working directory as a descriptor. Contained, what waits is already
+        inside the sandbox (:func:`~awf_mcp.processes.children.warm_sandbox`), so its setup is no
+        part of the call; it gets the working directory by name, which it can only reach as the
+        sandbox lets it."""
         warm, self._warm = self._warm, None
         if warm is None:
             return None
-        process, control = warm
+        process, control, key = warm
         try:
-            if process.returncode is None:
-                children.send_command(control, argv, env, cwd_fd)
+            wanted = None if confinement is None else confinement.key
+            if process.returncode is None and key == wanted:
+                if confinement is None:
+                    children.send_command(control, argv, env, cwd[0])
+                else:
+                    children.send_command(control, argv, confinement.environment(env), cwd[1])
                 return process
         except OSError:
             pass
@@ -220,11 +237,16 @@ class ShellRunner:
         await process.aclose()
         return None
 
-    async def _prewarm(self) -> None:
-        """Start the keeper of the next call now, while this call's command runs."""
+    async def _prewarm(self, confinement: Confinement | None) -> None:
+        """Start the keeper of the next call now, while this call's command runs: inside a sandbox
+        like ``confinement`` when there is one."""
         if self._warm is not None or self._closed:
             return
-        keeper, env, control, fd = children.warm_keeper(_KEEPER_ENVIRONMENT, BASH_KILL_GRACE)
+        grace = BASH_KILL_GRACE
+        if confinement is None:
+            keeper, env, control, fd = children.warm_keeper(_KEEPER_ENVIRONMENT, grace)
+        else:
+            keeper, env, control, fd = children.warm_sandbox(confinement, _KEEPER_ENVIRONMENT, grace)
         try:
             process = await anyio.open_process(
                 keeper,
@@ -240,7 +262,7 @@ class ShellRunner:
             return
         finally:
             os.close(fd)
-        self._warm = (process, control)
+        self._warm = (process, control, None if confinement is None else confinement.key)
 
     async def _supervise(
         self,
@@ -295,7 +317,7 @@ class ShellRunner:
         """Stop every process group still running, and those left behind by finished commands."""
         self._closed = True
         if self._warm is not None:
-            process, control = self._warm
+            process, control, _key = self._warm
             self._warm = None
             control.close()  # an idle keeper exits at EOF
             await stop_group(process)

@@ -197,20 +197,52 @@ def warm_keeper(
     return [*runner, str(os.getpid()), f"{WARM}{fd}", repr(grace)], env, ours, fd
 
 
-def send_command(control: Any, argv: Sequence[str], env: Mapping[str, str], cwd_fd: int) -> None:
-    """Hand a warm keeper its command: ``argv`` with ``env`` in ``cwd_fd`` (sent as a descriptor,
-    never looked up by name again). :class:`OSError` when the keeper is gone."""
+INSIDE = "inside"
+"""The first argument of a keeper run as the *waiter inside a sandbox* (:func:`warm_sandbox`)."""
+
+
+def warm_sandbox(
+    confinement: Confining, env: Mapping[str, str], grace: float = DEFAULT_GRACE
+) -> tuple[list[str], dict[str, str], Any, int]:
+    """A keeper whose child already waits *inside* ``confinement``'s sandbox for its command.
+
+    As :func:`warm_keeper` (the same four values), but the keeper runs its child at once: the
+    sandbox's wrapper (bwrap's namespaces and mounts) or its kernel rules (Landlock, seccomp)
+    are set up ahead, and what waits inside is this file again (:data:`INSIDE`), which
+    ``exec``s the command :func:`send_command` hands it, with a working directory given by
+    name. (A descriptor opened outside a mount namespace would lead back out of it.) Send only
+    a command whose sandbox is the one this was started with: see ``Confinement.key``.
+    """
     import socket
 
-    fields = [str(len(argv)).encode(), *(os.fsencode(a) for a in argv)]
+    ours, theirs = socket.socketpair()
+    fd = theirs.detach()
+    runner, runner_env = _runner(env)
+    inside, inside_env = confinement.command([*runner, INSIDE, str(fd)], runner_env)
+    keeper, keeper_env = kept_command(inside, inside_env, grace=grace)
+    return keeper, keeper_env, ours, fd
+
+
+def send_command(control: Any, argv: Sequence[str], env: Mapping[str, str], cwd: int | str) -> None:
+    """Hand a waiting keeper its command: ``argv`` with ``env`` in ``cwd``, a descriptor (sent as
+    one, never looked up by name again) or, for a waiter inside a sandbox, a path.
+    :class:`OSError` when the keeper is gone."""
+    import socket
+
+    fields = [str(len(argv)).encode(), os.fsencode(cwd if isinstance(cwd, str) else "")]
+    fields += [os.fsencode(a) for a in argv]
     fields += [os.fsencode(f"{name}={value}") for name, value in env.items()]
     payload = b"\0".join(fields)
-    socket.send_fds(control, [len(payload).to_bytes(8, "big")], [cwd_fd])
-    control.sendall(payload)
+    header = len(payload).to_bytes(8, "big")
+    if isinstance(cwd, str):
+        control.sendall(header + payload)
+    else:
+        socket.send_fds(control, [header], [cwd])
+        control.sendall(payload)
 
 
-def _receive_command(control: int) -> tuple[list[str], dict[str, str], int]:
-    """In a warm keeper: its command, environment and working-directory descriptor (EOF: exit)."""
+def _receive_command(control: int) -> tuple[list[str], dict[str, str], int | str]:
+    """In a waiting keeper: its command, environment and working directory (EOF: exit)."""
     import socket
 
     sock = socket.socket(fileno=control)
@@ -228,9 +260,21 @@ def _receive_command(control: int) -> tuple[list[str], dict[str, str], int]:
     sock.close()
     fields = b"".join(chunks).split(b"\0")
     count = int(fields[0])
-    argv = [os.fsdecode(field) for field in fields[1 : 1 + count]]
-    env = dict(os.fsdecode(field).partition("=")[::2] for field in fields[1 + count :] if field)
-    return argv, env, fds[0] if fds else -1
+    argv = [os.fsdecode(field) for field in fields[2 : 2 + count]]
+    env = dict(os.fsdecode(field).partition("=")[::2] for field in fields[2 + count :] if field)
+    return argv, env, os.fsdecode(fields[1]) if fields[1] else (fds[0] if fds else -1)
+
+
+def _run_inside(control: int) -> None:
+    """The waiter inside a sandbox: receive the command, go to its directory, become it."""
+    argv, env, cwd = _receive_command(control)
+    try:
+        if isinstance(cwd, str):
+            os.chdir(cwd)
+        os.execve(argv[0], argv, env)
+    except OSError as exc:
+        os.write(2, f"cannot run {argv[0] if argv else 'the command'}: {exc.strerror or exc}\n".encode())
+    os._exit(127)
 
 
 KEEPER_PACKAGE = "AWF_MCP_KEEPER_PACKAGE"
@@ -509,15 +553,29 @@ def run_frozen_keeper(args: list[str]) -> None:
     """
     from awf_mcp.processes.childenv import child_environment
 
-    user_environment = child_environment()
-    os.environ.clear()
-    os.environ.update(user_environment)
+    # The waiter inside a sandbox, and the keeper starting it, keep the bootloader's variables:
+    # the waiter is this binary again, running in place (the command's environment is sent).
+    if not (args[:1] == [INSIDE] or _runs_own_waiter()):
+        user_environment = child_environment()
+        os.environ.clear()
+        os.environ.update(user_environment)
     main(args)
+
+
+def _runs_own_waiter() -> bool:
+    """Whether this keeper's command ends with this binary started as the waiter inside a sandbox
+    (:func:`warm_sandbox`), which needs the bootloader's variables as a keeper does."""
+    count = int(os.environ.get(KEEPER_ARGV, "0") or 0)
+    tail = [os.environ.get(f"{KEEPER_ARGV}_{index}") for index in range(max(0, count - 4), count)]
+    return tail[:3] == [sys.executable, KEEPER_COMMAND, INSIDE]
 
 
 def main(args: list[str]) -> None:
     """``children.py PARENT_PID CWD_FD GRACE`` with the command in ``$AWF_MCP_KEEPER_ARGV``; or,
-    warm (``CWD_FD`` is ``warm:FD``), the command to come on socket FD (:func:`warm_keeper`)."""
+    warm (``CWD_FD`` is ``warm:FD``), the command to come on socket FD (:func:`warm_keeper`); or
+    ``children.py inside FD``, the waiter inside a sandbox (:func:`warm_sandbox`)."""
+    if len(args) == 2 and args[0] == INSIDE:
+        _run_inside(int(args[1]))
     if len(args) != 3 or not (os.environ.get(KEEPER_ARGV) or args[1].startswith(WARM)):
         raise SystemExit(f"usage: {KEEPER_ARGV}=COMMAND children.py PARENT_PID CWD_FD GRACE")
     parent, cwd_fd, grace = args
@@ -529,7 +587,8 @@ def main(args: list[str]) -> None:
         if os.getppid() != int(parent):
             os._exit(128 + signal.SIGTERM)
         _preload()
-        argv, env, cwd = _receive_command(int(cwd_fd.removeprefix(WARM)))
+        argv, env, received = _receive_command(int(cwd_fd.removeprefix(WARM)))
+        cwd = received if isinstance(received, int) else -1
         os.environ.clear()
         os.environ.update(env)
     else:

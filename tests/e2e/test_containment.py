@@ -397,3 +397,33 @@ def test_without_a_backend_bash_and_upstreams_are_refused_not_run_open(tmp_path:
     ran, said_off, _log = results["off"]
     assert not ran and Path(f"{marker}-off").exists(), said_off
     assert Path(f"{marker}-server").exists()  # the control: with mode = "off" the upstream was started
+
+
+@pytest.mark.parametrize("mode", ["contained", "off"])
+def test_a_repository_made_during_the_session_keeps_its_hooks_read_only(tmp_path: Path, mode: str) -> None:
+    """Each Bash call's sandbox is set up ahead, while the previous call runs; one set up before
+    ``git init`` made ``.git`` must not run the next command, or ``.git/hooks`` would be writable.
+
+    bubblewrap (the backend that keeps ``.git/hooks`` read-only in a root); the control is the
+    same session with ``mode = "off"``, where the hook gets written.
+    """
+    root = tmp_path / "project"
+    root.mkdir()
+    config = tmp_path / "sandbox.toml"
+    config.write_text(f'[sandbox]\nmode = "{mode}"\n')
+    hook = root / ".git" / "hooks" / "pre-commit"
+    said: list[tuple[bool, str]] = []
+
+    async def drive() -> None:
+        env = {"AWF_MCP_SANDBOX_BACKEND": "bwrap"}
+        async with mcp_session("--root", str(root), "--config", str(config), env=env) as session:
+            for command in ("true", "true", "git init -q . && mkdir -p .git/hooks", f"echo evil > {hook}"):
+                result = await session.call_tool("Bash", {"command": command})
+                said.append((bool(result.is_error), text_of(result)))
+
+    anyio.run(drive)
+    assert not any(refused for refused, _text in said[:3]), said
+    if mode == "contained":
+        assert said[3][0] and not hook.exists(), said
+    else:
+        assert not said[3][0] and hook.read_text() == "evil\n", said

@@ -65,14 +65,28 @@ class Confinement:
         """The command line and environment that run ``argv`` contained (``named``: see
         :func:`~.policy.contained_environment`)."""
         command, spec = self.backend.wrap(argv, self.layout, self.proxy_port)
+        environment = self.environment(env, named)
+        environment[CONFINE_VARIABLE] = spec
+        return command, environment
+
+    def environment(self, env: Mapping[str, str], named: Sequence[str] = ()) -> dict[str, str]:
+        """What a contained process's environment keeps of ``env``, with its ``$TMPDIR`` and proxy."""
         environment = policies.contained_environment(env, self.policy, named)
         environment["TMPDIR"] = self.layout.private_tmp
         if self.proxy_port is not None:
             address = f"http://127.0.0.1:{self.proxy_port}"
             for variable in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
                 environment[variable] = address
-        environment[CONFINE_VARIABLE] = spec
-        return command, environment
+        return environment
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """What the sandbox built for this process is made of (the wrapper's arguments, the rules
+        the keeper applies): equal keys, the same sandbox. A sandbox set up ahead of its command
+        (:func:`~awf_mcp.processes.children.warm_sandbox`) runs a command only when its key is the
+        command's own, so a ``.git`` made, a root added or a policy changed in between is heeded."""
+        command, spec = self.backend.wrap((), self.layout, self.proxy_port)
+        return (self.backend.name, tuple(command), spec, self.proxy_port)
 
     def refusal_note(self, stderr: str, since: float) -> str | None:
         """The note ending a failed command's result when the sandbox refused it something.
