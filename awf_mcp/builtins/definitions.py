@@ -186,10 +186,14 @@ def contained_bash(network: Sequence[str] | None) -> ToolDefinition:
     elif network:
         reach = (
             "The network is off except these hosts, through a proxy that HTTP_PROXY and HTTPS_PROXY "
-            f"name: {', '.join(network)}."
+            f"name: {', '.join(network)}. Where the client can ask the user, a request to another host "
+            "through that proxy asks the user first."
         )
     else:
-        reach = "The network is off."
+        reach = (
+            "The network is off. Where the client can ask the user, HTTP_PROXY and HTTPS_PROXY name a "
+            "proxy, and a request through it asks the user first."
+        )
     note = (
         " It runs in a sandbox: it reads everything but credential stores (~/.ssh, ~/.aws, ...), and "
         "writes only inside the workspace roots, $TMPDIR (a private temporary directory; /tmp itself "

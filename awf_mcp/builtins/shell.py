@@ -59,6 +59,7 @@ from awf_mcp.builtins.sandbox import Sandbox
 from awf_mcp.ports import CallContext, ToolError, ToolResult, current_call
 from awf_mcp.processes import children
 from awf_mcp.processes.childenv import child_environment
+from awf_mcp.processes.containment.asking import HostQuestions
 from awf_mcp.processes.containment.plan import Confinement, SandboxUnavailable, prepare
 
 _POLL_SECONDS = 0.2
@@ -71,13 +72,22 @@ CALL_MARKER = "AWF_MCP_BASH_CALL"
 """The environment variable naming the call in every process a Bash command starts."""
 
 
-def contained(sandbox: Sandbox) -> Confinement | None:
+def can_ask(call: CallContext) -> bool:
+    """Whether a host outside the sandbox's list can be put to the user of ``call``: its client
+    answers elicitations on a session (not the stateless revision); see
+    :mod:`awf_mcp.processes.containment.asking`."""
+    return call.session is not None and call.channel.supports("elicitation")
+
+
+def contained(sandbox: Sandbox, *, asking: bool = False) -> Confinement | None:
     """How a Bash command (or job) of the running call is contained; ``None`` when the policy is off.
 
-    Refused (:class:`~awf_mcp.ports.ToolError`, naming the cause) where no backend works.
+    ``asking``: its connections go through the proxy, which asks the user about a host outside
+    the list (:func:`can_ask`). Refused (:class:`~awf_mcp.ports.ToolError`, naming the cause)
+    where no backend works.
     """
     try:
-        return prepare("shell", sandbox.roots)
+        return prepare("shell", sandbox.roots, asking=asking)
     except SandboxUnavailable as exc:
         raise ToolError(str(exc)) from None
 
@@ -135,6 +145,7 @@ class ShellRunner:
         self._calls = 0
         self._warm: tuple[anyio.abc.Process, socket.socket, tuple[object, ...] | None] | None = None
         self._closed = False
+        self._questions = HostQuestions()
 
     def checked(self, sandbox: Sandbox, arguments: Mapping[str, Any]) -> tuple[str, str]:
         """The command and the resolved working directory of a Bash call, or :class:`ToolError`."""
@@ -156,15 +167,35 @@ class ShellRunner:
             self._subreaper = children.become_subreaper()
         self._calls += 1
         marker = f"{os.getpid()}-{self._calls}"
-        confinement = contained(sandbox)
+        confinement = contained(sandbox, asking=can_ask(call))
+        token = ""
+        if confinement is not None and confinement.proxy is not None and can_ask(call):
+            token = confinement.proxy.admit(self._questions.asker(call.session, call.channel.ask))
+        try:
+            return await self._run(sandbox, command, cwd, timeout, call, marker, confinement, token)
+        finally:
+            if token and confinement is not None and confinement.proxy is not None:
+                confinement.proxy.dismiss(token)
+
+    async def _run(
+        self,
+        sandbox: Sandbox,
+        command: str,
+        cwd: str,
+        timeout: int,
+        call: CallContext,
+        marker: str,
+        confinement: Confinement | None,
+        proxy_token: str,
+    ) -> ToolResult:
         started_at = time.monotonic()
         argv, env = [shell_path(), "-c", command], {**child_environment(), CALL_MARKER: marker}
         cwd_fd = sandbox.open_dir(cwd)
         try:
-            process = await self._warm_keeper(argv, env, (cwd_fd, cwd), confinement)
+            process = await self._warm_keeper(argv, env, (cwd_fd, cwd), confinement, proxy_token)
             if process is None:
                 if confinement is not None:
-                    argv, env = confinement.command(argv, env)
+                    argv, env = confinement.command(argv, env, proxy_token=proxy_token)
                 process = await self._cold_keeper(argv, env, cwd_fd)
         finally:
             os.close(cwd_fd)
@@ -207,6 +238,7 @@ class ShellRunner:
         env: dict[str, str],
         cwd: tuple[int, str],
         confinement: Confinement | None,
+        proxy_token: str = "",
     ) -> anyio.abc.Process | None:
         """The waiting keeper handed ``argv`` in ``cwd`` (a descriptor of it, and its real path);
         ``None`` when there is none, it is gone, or it waits in another sandbox than
@@ -227,7 +259,8 @@ class ShellRunner:
                 if confinement is None:
                     children.send_command(control, argv, env, cwd[0])
                 else:
-                    children.send_command(control, argv, confinement.environment(env), cwd[1])
+                    environment = confinement.environment(env, proxy_token=proxy_token)
+                    children.send_command(control, argv, environment, cwd[1])
                 return process
         except OSError:
             pass

@@ -523,6 +523,7 @@ def load(options: ServeOptions | None = None, *, cwd: str | None = None) -> Sett
     settings = Settings()
     options = options or ServeOptions()
     config_file = find_config(options, workdir)
+    own_config = None
     if config_file is not None:
         path, named = config_file
         raw = trust.read_bounded(path)
@@ -537,6 +538,8 @@ def load(options: ServeOptions | None = None, *, cwd: str | None = None) -> Sett
             if isinstance(fields, ConfigError):
                 raise fields
             settings = replace(settings, **fields)
+            if trust.is_users_own(path, named=named, cwd=workdir):
+                own_config = str(path.resolve())
         else:
             would = tuple(describe(fields)) if isinstance(fields, dict) else (f"not even load: {fields}",)
             ignored = IgnoredConfig(verdict, would)
@@ -569,5 +572,5 @@ def load(options: ServeOptions | None = None, *, cwd: str | None = None) -> Sett
     for root in settings.roots:
         if not Path(root).is_dir():
             raise ConfigError(f"root directory {root} does not exist or is not a directory; pass --root DIR")
-    activate(settings.sandbox, settings.roots)
+    activate(settings.sandbox, settings.roots, own_config)
     return settings

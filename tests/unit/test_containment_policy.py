@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import tomllib
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -240,3 +241,37 @@ def test_the_trust_prompt_names_what_a_sandbox_table_widens(tmp_path: Path) -> N
     assert 'run server x uncontained (mode = "off")' in said
     path.write_text('[sandbox]\ndeny_read = ["~/private"]\n')
     assert config.describe(config.parse_file(path)) == ["hide ~/private"]
+
+
+def test_a_host_always_allowed_is_added_to_the_config_as_written(tmp_path: Path) -> None:
+    from awf_mcp.processes.containment.asking import add_host
+
+    config = tmp_path / "awf-mcp.toml"
+    config.write_text(
+        '# mine\n[sandbox]  # the table\nnetwork = ["pypi.org"]  # hosts\n\n[servers.x]\ncommand = "x"\n'
+    )
+    config.chmod(0o600)
+    add_host(str(config), "example.org")
+    add_host(str(config), "example.org")  # once only
+    text = config.read_text()
+    assert "# mine" in text and "# the table" in text and "[servers.x]" in text, text
+    assert tomllib.loads(text)["sandbox"]["network"] == ["pypi.org", "example.org"]
+    assert config.stat().st_mode & 0o777 == 0o600
+    bare = tmp_path / "bare.toml"
+    bare.write_text("[servers.y]\ncommand = 'y'\n")
+    add_host(str(bare), "example.org")
+    assert tomllib.loads(bare.read_text())["sandbox"]["network"] == ["example.org"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["awf-mcp.toml", "bare.toml"]
+
+
+def test_the_proxy_reads_the_calls_token_from_basic_credentials() -> None:
+    import base64
+
+    from awf_mcp.processes.containment.proxy import _token
+
+    encoded = base64.b64encode(b"call:abc123").decode()
+    head = f"CONNECT h:443 HTTP/1.1\r\nHost: h:443\r\nProxy-Authorization: Basic {encoded}\r\n\r\n".encode()
+    assert _token(head) == "abc123"
+    assert _token(b"CONNECT h:443 HTTP/1.1\r\nProxy-Authorization: Bearer abc\r\n\r\n") == ""
+    assert _token(b"CONNECT h:443 HTTP/1.1\r\nProxy-Authorization: Basic !!!\r\n\r\n") == ""
+    assert _token(b"CONNECT h:443 HTTP/1.1\r\n\r\n") == ""

@@ -173,12 +173,16 @@ def _add_path_rule(libc: _Libc, ruleset: int, path: bytes, rights: int) -> None:
         os.close(fd)
 
 
+LANDLOCK_NET_ABI = 4
+"""The first Landlock ABI with TCP rules (Linux 6.7): what holds a process to the proxy."""
+
+
 def _landlock(libc: _Libc, abi: int, tokens: list[str]) -> None:
     flags = set(tokens)
     fs_rights = _fs_rights(abi) if "fs" in flags else 0
     net_rights = NET_BIND_TCP | NET_CONNECT_TCP if "net" in flags else 0
     scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if "scope" in flags else 0
-    if net_rights and abi < 4:
+    if net_rights and abi < LANDLOCK_NET_ABI:
         raise OSError(_EPERM, f"the network rules need Landlock ABI 4 (Linux 6.7); this kernel has {abi}")
     if scoped and abi < 6:
         scoped = 0  # signal scoping needs ABI 6 (Linux 6.12): doctor says what is not enforced

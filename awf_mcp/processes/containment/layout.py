@@ -161,8 +161,12 @@ def _existing(paths: Sequence[str]) -> tuple[str, ...]:
     return tuple(path for path in dict.fromkeys(paths) if os.path.lexists(path))
 
 
-def layout(kind: Kind, policy: SandboxPolicy, roots: Sequence[str], server: str = "") -> Layout:
-    """The :class:`Layout` of a ``kind`` process under ``policy`` with ``roots``."""
+def layout(
+    kind: Kind, policy: SandboxPolicy, roots: Sequence[str], server: str = "", *, asking: bool = False
+) -> Layout:
+    """The :class:`Layout` of a ``kind`` process under ``policy`` with ``roots``; ``asking``: a
+    network that is not open goes through the proxy even with no host named, so that a host
+    outside the list can be put to the user (:mod:`.asking`)."""
     real_roots = policies.expand(roots)
     tmp = private_tmp("bash" if kind == "shell" else f"server-{server}")
     writable = [
@@ -179,7 +183,9 @@ def layout(kind: Kind, policy: SandboxPolicy, roots: Sequence[str], server: str 
     ]
     default: tuple[str, ...] = () if kind == "shell" else ("*",)
     hosts = policy.network if policy.network is not None else default
-    network: Literal["none", "proxy", "open"] = "open" if "*" in hosts else "proxy" if hosts else "none"
+    network: Literal["none", "proxy", "open"] = (
+        "open" if "*" in hosts else "proxy" if hosts or asking else "none"
+    )
     return Layout(
         hidden=_existing(policies.deny_read(policy)),
         writable=_existing(writable),

@@ -23,13 +23,18 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from awf_mcp.processes.children import CONFINE_VARIABLE
+from awf_mcp.processes.containment import kernel
 from awf_mcp.processes.containment import policy as policies
 from awf_mcp.processes.containment.backends import Backend, select
 from awf_mcp.processes.containment.layout import Kind, Layout, layout
 from awf_mcp.processes.containment.policy import SandboxPolicy
+
+if TYPE_CHECKING:
+    from awf_mcp.processes.containment.proxy import HostProxy
 
 _NETWORK_FAILURE = re.compile(
     r"/dev/(?:tcp|udp)/|connect: |Couldn't connect to server|Failed to connect|"
@@ -58,23 +63,28 @@ class Confinement:
     layout: Layout
     policy: SandboxPolicy
     proxy_port: int | None = None
+    proxy: HostProxy | None = field(default=None, compare=False)
 
     def command(
-        self, argv: Sequence[str], env: Mapping[str, str], named: Sequence[str] = ()
+        self, argv: Sequence[str], env: Mapping[str, str], named: Sequence[str] = (), proxy_token: str = ""
     ) -> tuple[list[str], dict[str, str]]:
         """The command line and environment that run ``argv`` contained (``named``: see
-        :func:`~.policy.contained_environment`)."""
+        :func:`~.policy.contained_environment`; ``proxy_token``: see :meth:`environment`)."""
         command, spec = self.backend.wrap(argv, self.layout, self.proxy_port)
-        environment = self.environment(env, named)
+        environment = self.environment(env, named, proxy_token)
         environment[CONFINE_VARIABLE] = spec
         return command, environment
 
-    def environment(self, env: Mapping[str, str], named: Sequence[str] = ()) -> dict[str, str]:
-        """What a contained process's environment keeps of ``env``, with its ``$TMPDIR`` and proxy."""
+    def environment(
+        self, env: Mapping[str, str], named: Sequence[str] = (), proxy_token: str = ""
+    ) -> dict[str, str]:
+        """What a contained process's environment keeps of ``env``, with its ``$TMPDIR`` and proxy
+        (``proxy_token``: the call's, from :meth:`HostProxy.admit`, in the proxy's URL)."""
         environment = policies.contained_environment(env, self.policy, named)
         environment["TMPDIR"] = self.layout.private_tmp
         if self.proxy_port is not None:
-            address = f"http://127.0.0.1:{self.proxy_port}"
+            credentials = f"call:{proxy_token}@" if proxy_token else ""
+            address = f"http://{credentials}127.0.0.1:{self.proxy_port}"
             for variable in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
                 environment[variable] = address
         return environment
@@ -130,20 +140,28 @@ def unavailable_message(reason: str) -> str:
 
 
 def prepare(
-    kind: Kind, roots: Sequence[str] = (), *, server: str = "", table: Mapping[str, object] | None = None
+    kind: Kind,
+    roots: Sequence[str] = (),
+    *,
+    server: str = "",
+    table: Mapping[str, object] | None = None,
+    asking: bool = False,
 ) -> Confinement | None:
     """The :class:`Confinement` of a new ``kind`` process (``table``: a server's own
-    ``[servers.NAME.sandbox]``); ``None`` when the policy is off. Raises :class:`SandboxUnavailable`."""
+    ``[servers.NAME.sandbox]``; ``asking``: its caller can put a host outside the list to the
+    user, so the network goes through the proxy, where the kernel can hold TCP to it: Landlock
+    ABI 4); ``None`` when the policy is off. Raises :class:`SandboxUnavailable`."""
     policy = policies.active().for_server(table) if table else policies.active()
     if not policy.contained:
         return None
     selection = select()
     if selection.backend is None:
         raise SandboxUnavailable(unavailable_message(selection.unavailable()))
-    plan = layout(kind, policy, roots or policies.active_roots() or (os.getcwd(),), server)
-    port = None
-    if plan.network == "proxy":
-        from awf_mcp.processes.containment.proxy import proxy_for
+    asking = asking and kernel.landlock_abi() >= kernel.LANDLOCK_NET_ABI
+    plan = layout(kind, policy, roots or policies.active_roots() or (os.getcwd(),), server, asking=asking)
+    if plan.network != "proxy":
+        return Confinement(selection.backend, plan, policy)
+    from awf_mcp.processes.containment.proxy import proxy_for
 
-        port = proxy_for(plan.hosts).port
-    return Confinement(selection.backend, plan, policy, port)
+    proxy = proxy_for(plan.hosts)
+    return Confinement(selection.backend, plan, policy, proxy.port, proxy)

@@ -8,9 +8,11 @@ Contract
   ``env_pass``. :func:`parse_table` checks a table; :meth:`SandboxPolicy.for_server` merges a
   server's own table over the user's (its ``mode`` and ``network`` replace, its lists add).
 * :func:`activate` makes a policy and the roots the one this process enforces; :func:`active`
-  returns it. Every process awf-mcp starts (:mod:`awf_mcp.processes.containment.plan`) and every
-  path the file tools touch (:func:`read_denied`, :func:`write_protected`) is judged by it, so
-  no setting can widen one of them and leave the others behind.
+  returns it, and :func:`own_config` the user's own config file it came from, if any (where a
+  host the user always allows is written). Every process awf-mcp starts
+  (:mod:`awf_mcp.processes.containment.plan`) and every path the file tools touch
+  (:func:`read_denied`, :func:`write_protected`) is judged by it, so no setting can widen one
+  of them and leave the others behind.
 * :data:`BUILTIN_DENY_READ` is the credential stores nothing contained may read;
   :data:`PACKAGE_CACHES` the caches builds write to; :data:`PROTECTED_IN_ROOTS` what stays
   read-only inside a root, because it runs later, outside any sandbox (git hooks and config) or
@@ -164,15 +166,23 @@ def policy_from(table: Mapping[str, Any] | None) -> SandboxPolicy:
 class _Active:
     policy: SandboxPolicy = field(default_factory=SandboxPolicy)
     roots: tuple[str, ...] = ()
+    own_config: str | None = None
 
 
 _active = _Active()
 
 
-def activate(policy: SandboxPolicy, roots: Sequence[str]) -> None:
-    """Make ``policy``, with ``roots``, the policy of this process (see the module docstring)."""
+def activate(policy: SandboxPolicy, roots: Sequence[str], own_config: str | None = None) -> None:
+    """Make ``policy``, with ``roots``, the policy of this process (see the module docstring);
+    ``own_config``: the user's own config file it was read from (not a project's)."""
     _active.policy = policy
     _active.roots = tuple(os.path.realpath(root) for root in roots)
+    _active.own_config = own_config
+
+
+def own_config() -> str | None:
+    """The user's own config file the active policy was read from; ``None``: none, or a project's."""
+    return _active.own_config
 
 
 def active() -> SandboxPolicy:

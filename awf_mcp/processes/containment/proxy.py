@@ -14,6 +14,12 @@ send:
   and the setting that allows it. A request head is bounded (:data:`MAX_HEAD_BYTES`), and so is
   the wait for it.
 
+A connection may name the call it comes from: the proxy URL a contained process gets holds a
+token (``http://call:TOKEN@127.0.0.1:PORT``, sent as ``Proxy-Authorization: Basic``), given by
+:meth:`HostProxy.admit` with an *asker*. A host outside the patterns is then put to that asker
+(run in the event loop that admitted it; :mod:`.asking` asks the user) before it is refused;
+:meth:`HostProxy.dismiss` ends that when the call ends. Without a known token, nothing is asked.
+
 A pattern is ``host``, ``*.domain`` (the domain's subdomains, not the domain), either with
 ``:port`` (else any port), or ``*``. Host names compare case-insensitively. Each refusal is
 recorded (:meth:`HostProxy.refused_since`), so a failed command can say which host was refused.
@@ -23,17 +29,27 @@ The contained process cannot reach anything else: its sandbox lets TCP reach onl
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
+import concurrent.futures
 import contextlib
 import re
+import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
 
 MAX_HEAD_BYTES = 16 * 1024
 HEAD_SECONDS = 30.0
 CONNECT_SECONDS = 15.0
 _REFUSALS_KEPT = 64
+ASK_SECONDS = 600.0
+"""How long a connection waits for the user's answer about its host."""
+
+Asker = Callable[[str, int], Coroutine[Any, Any, bool]]
+"""Whether a call may reach ``host``, ``port`` (asking the user); see :meth:`HostProxy.admit`."""
 
 
 _PATTERN = re.compile(r"(\[[^\]]+\]|[^:]+)(?::(\d{1,5}))?")
@@ -52,6 +68,22 @@ def host_allowed(patterns: Sequence[str], host: str, port: int) -> bool:
         if (name.startswith("*.") and host.endswith(name[1:])) or host == name:
             return True
     return False
+
+
+def _token(head: bytes) -> str:
+    """The token of a ``Proxy-Authorization: Basic`` header (its password), or ``""``."""
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"proxy-authorization":
+            scheme, _, encoded = value.strip().partition(b" ")
+            if scheme.lower() != b"basic":
+                return ""
+            try:
+                decoded = base64.b64decode(encoded.strip(), validate=True).decode("utf-8", "replace")
+            except (binascii.Error, ValueError):
+                return ""
+            return decoded.partition(":")[2]
+    return ""
 
 
 def _target(head: bytes) -> tuple[str, str, int, bytes] | None:
@@ -90,6 +122,7 @@ class HostProxy:
     def __init__(self, patterns: Sequence[str]) -> None:
         self.patterns = tuple(patterns)
         self._refused: deque[tuple[float, str]] = deque(maxlen=_REFUSALS_KEPT)
+        self._askers: dict[str, tuple[Asker, asyncio.AbstractEventLoop]] = {}
         self._ready = threading.Event()
         self.port = 0
         self._thread = threading.Thread(target=self._run, name="awf-mcp sandbox proxy", daemon=True)
@@ -101,6 +134,29 @@ class HostProxy:
     def refused_since(self, moment: float) -> list[str]:
         """The hosts refused since ``moment`` (``time.monotonic()``), each once."""
         return list(dict.fromkeys(host for when, host in list(self._refused) if when >= moment))
+
+    def admit(self, asker: Asker) -> str:
+        """A token for one call's connections, whose hosts outside the patterns go to ``asker``
+        (run in the calling event loop) before being refused."""
+        token = secrets.token_hex(16)
+        self._askers[token] = (asker, asyncio.get_running_loop())
+        return token
+
+    def dismiss(self, token: str) -> None:
+        """Stop asking for ``token``'s connections (its call ended)."""
+        self._askers.pop(token, None)
+
+    async def _allowed_by_asking(self, token: str, host: str, port: int) -> bool:
+        entry = self._askers.get(token) if token else None
+        if entry is None:
+            return False
+        asker, loop = entry
+        answer: concurrent.futures.Future[Any] = asyncio.run_coroutine_threadsafe(asker(host, port), loop)
+        try:
+            return bool(await asyncio.wait_for(asyncio.wrap_future(answer), ASK_SECONDS))
+        except Exception:  # no answer in time, the call gone, the asker failing: refused
+            answer.cancel()
+            return False
 
     def _run(self) -> None:
         asyncio.run(self._serve())
@@ -125,7 +181,10 @@ class HostProxy:
             )
             return
         method, host, port, request = target
-        if not host_allowed(self.patterns, host, port):
+        allowed = host_allowed(self.patterns, host, port)
+        if not allowed and await self._allowed_by_asking(_token(head), host, port):
+            allowed = True
+        if not allowed:
             self._refused.append((time.monotonic(), f"{host}:{port}"))
             await self._answer(
                 writer,
