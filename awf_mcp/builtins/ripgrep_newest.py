@@ -13,10 +13,11 @@ Contract
   ``checked`` function given to them (``None`` leaves a file out), and only as
   it is taken.
 * :func:`take_newest` merges listings lazily, taking the newest ``keep`` files
-  plus every later one as new as the last of those (at most the first
-  ``keep`` of such ties by path), and counts every file of every listing
-  without a step in Python per file not taken, so the cost does not grow with
-  the number of matches.
+  plus every later one as new as the last of those (cut back to the first
+  ``keep`` by path each time they reach twice as many; the caller breaks the
+  remaining ties by path), and counts every file of every listing without a
+  step in Python per file not taken, so the cost does not grow with the
+  number of matches.
 """
 
 from __future__ import annotations
