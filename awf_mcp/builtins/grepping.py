@@ -66,7 +66,8 @@ from awf_mcp.builtins.limits import (
 from awf_mcp.builtins.listing import BoundedLines, OutputFull, cut_line, printable
 from awf_mcp.builtins.patterns import GlobMatcher, expand_braces, re2_reason
 from awf_mcp.builtins.ripgrep import RipgrepFailed
-from awf_mcp.builtins.ripgrep_search import grep_tree, usable_for_tree
+from awf_mcp.builtins.ripgrep_scope import usable_for_tree
+from awf_mcp.builtins.ripgrep_search import grep_tree
 from awf_mcp.builtins.sandbox import Sandbox, quote_path
 from awf_mcp.builtins.walk import Cancelled, walk
 from awf_mcp.ports import ToolError, ToolResult, current_call

@@ -26,7 +26,7 @@ import pytest
 
 from awf_mcp.builtins import BuiltinTools, Sandbox, ripgrep_search
 from awf_mcp.builtins.ripgrep import ENGINE_VARIABLE, MAX_RECORD_BYTES, RipgrepRun, ripgrep_binary, rust_regex
-from awf_mcp.builtins.ripgrep_search import _rebase_rule, usable_for_tree
+from awf_mcp.builtins.ripgrep_scope import _rebase_rule, usable_for_tree
 from awf_mcp.ports import ToolError
 from tests.helpers.escapes import EscapeWorld, build_world, escape_paths, glob_pattern_calls, leaks
 from tests.helpers.providers import call_outcome
