@@ -3,7 +3,7 @@
 Contract: a section adds what it measured to a :class:`Report`, as rows (a metric, its
 value and unit, a note) and targets (a ratio or a time against a limit, which prints PASS,
 MISS or SKIP when it was not measured), and skips with a reason; :func:`table` prints them
-for people, :func:`markdown` as the Markdown tables ``docs/performance.md`` shows. The
+for people, :func:`markdown` as the Markdown tables ``docs/design/performance-history.md`` keeps. The
 helpers every section measures with (:func:`median`, :func:`ratio`, :func:`log` for
 progress on stderr) live here too.
 """

@@ -1,4 +1,4 @@
-"""Figures for the hostile inputs of docs/security.md ("Hostile inputs, round two").
+"""Figures for the hostile inputs of docs/design/security-history.md ("Hostile inputs, round two").
 
 ``PYTHONPATH=. python bench/hostile.py [schemas] [results] [pages] [disk]`` (all four without
 arguments) prints:

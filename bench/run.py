@@ -7,7 +7,7 @@ Run from the repository root with the project's virtualenv (``tests/run.sh`` cre
 
 ``--only startup,exit`` runs a subset; ``--json OUT`` moves the results (default
 ``bench/results/latest.json``, git-ignored); ``--markdown`` also prints the tables as
-Markdown (what ``docs/performance.md`` shows); ``--runs N`` sets the start-up runs per variant.
+Markdown (what ``docs/design/performance-history.md`` keeps); ``--runs N`` sets the start-up runs per variant.
 
 Sections (each measured by a module beside this one, named at its end; this one parses the
 options, runs the sections and writes the results; ``bench/servers.py`` starts the servers and

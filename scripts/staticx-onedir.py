@@ -12,7 +12,7 @@ At each start the bootloader unpacks that archive into ``$TMPDIR/staticx-XXXXXX`
 without ``TMPDIR``), points the executable's program interpreter and ``RPATH`` there and runs
 it; PyInstaller's one-directory bootloader then loads Python from ``_internal/`` in place.
 So the bundle is unpacked once per start, not twice as when staticx wraps PyInstaller's one
-file (whose own bootloader unpacks its archive again). docs/portable-binary.md says why.
+file (whose own bootloader unpacks its archive again). docs/design/portable-binary-history.md says why.
 
 staticx (``staticx.api.StaticxGenerator``, 0.14) does the rest as for any program: the
 program's own libraries, ``libnssfix`` and the NSS modules. Its PyInstaller hook finds
