@@ -141,3 +141,32 @@ def test_the_stateless_revision_asks_nothing(tmp_path: Path, page: int) -> None:
     user = User("session")
     (result,) = run(tmp_path, page, user, calls=1, stateless=True)
     assert result[0] and SEEN not in result[1] and not user.asked, result
+
+
+@pytest.mark.parametrize("mode", ["contained", "off"])
+def test_a_connection_around_the_proxy_is_refused_unasked(tmp_path: Path, page: int, mode: str) -> None:
+    """With asking on, the sandbox has a route to the proxy only: a direct connection (the proxy
+    variables ignored) fails, and nobody is asked. The control: ``mode = "off"`` connects."""
+    config = tmp_path / "config" / "awf-mcp.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(f'[sandbox]\nmode = "{mode}"\n')
+    user = User("session", "session")
+    root = tmp_path / "project"
+    root.mkdir()
+    said: list[tuple[bool, str]] = []
+
+    async def drive() -> None:
+        async with mcp_session(
+            "--root", str(root), "--config", str(config), cwd=root, elicitation_callback=user
+        ) as session:
+            result = await session.call_tool(
+                "Bash", {"command": f"curl --noproxy '*' -fsS http://127.0.0.1:{page}/"}
+            )
+            said.append((bool(result.is_error), text_of(result)))
+
+    anyio.run(drive)
+    ((refused, text),) = said
+    if mode == "contained":
+        assert refused and SEEN not in text and not user.asked, text
+    else:
+        assert not refused and SEEN in text, text
