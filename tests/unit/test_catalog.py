@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from awf_mcp.core.calls import CallRecord, ToolInvoker
+from awf_mcp.core.callrecord import CallRecord
+from awf_mcp.core.calls import ToolInvoker
 from awf_mcp.core.catalog import Catalog, UnknownResourceError, page
 from awf_mcp.core.config import Settings
 from awf_mcp.core.plugins import PluginRecord, ProviderTools
