@@ -15,7 +15,6 @@ from awf_mcp.core.plugins import PluginRecord, ProviderTools
 from awf_mcp.core.registry import Registry
 from awf_mcp.errors import UnknownToolError
 from awf_mcp.ports import (
-    MAX_TEMPLATE_EXPRESSIONS,
     PROMPT_ROLES,
     AskUser,
     PromptArgument,
@@ -23,9 +22,8 @@ from awf_mcp.ports import (
     ResourceDefinition,
     ToolContent,
     ToolResult,
-    parse_template,
-    template_match,
 )
+from awf_mcp.uritemplate import MAX_TEMPLATE_EXPRESSIONS, parse_template, template_match
 
 pytestmark = pytest.mark.anyio
 
