@@ -2,7 +2,7 @@
 
 A tool asks the agent's client through :class:`~awf_mcp.ports.ClientChannel`. An upstream
 server's requests reach the same channel through the core (:mod:`awf_mcp.core.upstream`), which
-needs three things more of it, implemented by the SDK adapter (:mod:`awf_mcp.wire.channel`):
+needs three things more of it; the SDK adapter (:mod:`awf_mcp.wire.channel`) provides them:
 
 * which requests a server may send a client during a call, and the capability each needs
   (:data:`CLIENT_METHODS`, :func:`feature_of`);
