@@ -24,7 +24,7 @@ The client channel
 During a call the server may ask the agent's client something: its roots
 (``roots/list``), a question for the user (``elicitation/create``), a completion from
 its model (``sampling/createMessage``), or to follow a link (``elicitation/create`` in URL
-mode, :func:`feature_of`). :class:`ClientChannel` is that port; the SDK
+mode, the ``elicitation_url`` feature). :class:`ClientChannel` is that port; the SDK
 adapter implements it for both protocol families:
 
 * up to revision 2025-11-25, as a request on the session's back-channel: ``ask``
@@ -157,11 +157,6 @@ def plugin_setting_variable(plugin_name: str, key: str = "") -> str:
     return f"AWF_MCP_PLUGIN_{plugin_name.upper().replace('-', '_')}_{key.upper()}"
 
 
-def plugin_source(plugin_name: str) -> str:
-    """The ``source`` label of a tool contributed by plugin ``plugin_name``."""
-    return f"plugin:{plugin_name}"
-
-
 @dataclass(frozen=True, slots=True)
 class ToolAnnotations:
     """Behaviour hints for clients (MCP ``ToolAnnotations``); ``None`` means unstated."""
@@ -252,85 +247,6 @@ class ResourceDefinition:
     icons: tuple[Mapping[str, Any], ...] = field(default=(), hash=False)
     annotations: Mapping[str, Any] | None = field(default=None, hash=False)
     """MCP's resource ``annotations`` (``audience``, ``priority``, ``lastModified``)."""
-
-
-MAX_TEMPLATE_EXPRESSIONS = 32
-"""A resource template with more expressions than this is listed but never matched."""
-
-_EXPRESSION = re.compile(r"\{([+#./;?&]?)([^{}]*)\}")
-
-
-@dataclass(frozen=True, slots=True)
-class TemplatePart:
-    """A literal part of a URI template, or one expression (``operator`` and variable ``names``)."""
-
-    literal: str = ""
-    operator: str = ""
-    names: tuple[str, ...] = ()
-
-
-def parse_template(template: str) -> list[TemplatePart] | None:
-    """The literal parts and expressions of an RFC 6570 template, or ``None`` when it is malformed
-    or has more than :data:`MAX_TEMPLATE_EXPRESSIONS` expressions."""
-    parts: list[TemplatePart] = []
-    at = 0
-    for found in _EXPRESSION.finditer(template):
-        if found.start() > at:
-            parts.append(TemplatePart(literal=template[at : found.start()]))
-        names = tuple(name.strip().rstrip("*").split(":")[0] for name in found.group(2).split(","))
-        if not all(names):
-            return None
-        parts.append(TemplatePart(operator=found.group(1), names=names))
-        at = found.end()
-        if sum(1 for part in parts if part.names) > MAX_TEMPLATE_EXPRESSIONS:
-            return None
-    rest = template[at:]
-    if "{" in rest or "}" in rest:
-        return None
-    if rest:
-        parts.append(TemplatePart(literal=rest))
-    return parts
-
-
-def template_match(parts: Sequence[TemplatePart], uri: str) -> dict[str, str] | None:
-    """The variables of ``uri`` under a parsed template, or ``None`` when it does not match.
-
-    One pass, left to right: an expression takes the text up to the next occurrence of the
-    literal after it (all the rest when none follows); a simple expression (no ``+`` or ``#``)
-    takes no ``/``, ``?`` or ``#``. Linear in the URI's length times the template's parts, so a
-    template (or a URI) chosen to backtrack cannot.
-    """
-    values: dict[str, str] = {}
-    at = 0
-    for index, part in enumerate(parts):
-        if not part.names:
-            if not uri.startswith(part.literal, at):
-                return None
-            at += len(part.literal)
-            continue
-        following = parts[index + 1] if index + 1 < len(parts) else None
-        if following is None:
-            end = len(uri)
-        elif not following.names:
-            end = uri.find(following.literal, at)
-            if end < 0:
-                return None
-        else:
-            end = _expression_end(uri, at, part)
-        value = uri[at:end]
-        if part.operator == "" and any(c in value for c in "/?#"):
-            return None
-        values[part.names[0]] = value
-        at = end
-    return values if at == len(uri) else None
-
-
-def _expression_end(uri: str, at: int, part: TemplatePart) -> int:
-    """Where an expression followed directly by another ends: its simple value stops at a ``/``."""
-    if part.operator in ("+", "#"):
-        return len(uri)
-    stop = [i for i in (uri.find(c, at) for c in "/?#") if i >= 0]
-    return min(stop) if stop else len(uri)
 
 
 ContentType = Literal["text", "image", "audio", "resource", "resource_link"]
@@ -445,22 +361,6 @@ ClientFeature = Literal["roots", "elicitation", "elicitation_url", "sampling"]
 """What a server may ask a client for, named after the client capability it needs
 (``elicitation``: a form; ``elicitation_url``: a link the user follows, ``elicitation.url``)."""
 
-CLIENT_METHODS: Mapping[str, ClientFeature] = {
-    "roots/list": "roots",
-    "elicitation/create": "elicitation",
-    "sampling/createMessage": "sampling",
-}
-"""The requests a server may send a client during a call, and the capability each needs."""
-
-
-def feature_of(method: str, params: Mapping[str, Any]) -> ClientFeature | None:
-    """The capability the request ``method`` with ``params`` needs (an elicitation in URL mode needs
-    ``elicitation_url``); ``None`` for a request a server may not send a client."""
-    feature = CLIENT_METHODS.get(method)
-    if feature == "elicitation" and params.get("mode") == "url":
-        return "elicitation_url"
-    return feature
-
 
 class ClientCannotAnswer(ToolError):
     """The client cannot answer a question: it lacks the capability, or it answered with an error."""
@@ -493,36 +393,6 @@ class ClientChannel(Protocol):
 
         Raises :class:`ClientCannotAnswer`, or :class:`InputRequired` on the stateless revision.
         """
-        ...
-
-
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-"""The levels of MCP log messages (``notifications/message``), the least severe first."""
-
-
-@runtime_checkable
-class RequestLog(Protocol):
-    """Log messages sent on the call's own request, as the stateless revision (2026-07-28) delivers
-    them: only to a request whose ``_meta`` asked for them, at its level and above."""
-
-    def log_level(self) -> str | None:
-        """The least severe level (among :data:`LOG_LEVELS`) the request asked for; ``None``: none."""
-        ...
-
-    async def log(self, level: str, logger: str, data: Any) -> None:
-        """Send one log message on the request (the client's level filters it)."""
-        ...
-
-
-@runtime_checkable
-class ElicitationCompletion(Protocol):
-    """Telling the agent's client that a URL-mode elicitation's out-of-band interaction completed
-    (``notifications/elicitation/complete``, revision 2025-11-25). The stateless revision
-    (2026-07-28) removed that notification: there, nothing is sent."""
-
-    async def elicitation_complete(self, elicitation_id: str) -> None:
-        """Send the notification for ``elicitation_id`` on the client's connection (not the call's
-        stream: the call may have ended); a client gone meanwhile is not an error."""
         ...
 
 

@@ -6,9 +6,10 @@ Commands: ``serve`` (its help only), ``tools list``, ``tools call``, ``prompts l
 ``servers list|import``, ``doctor``, ``--version`` and shell completion. :func:`run` shows
 every help as git or gh do (no Python type labels, ``-h`` too).
 
-A command starts only the upstream servers it needs (``_run``): ``tools call`` the ones that
-may serve its tool (:func:`awf_mcp.core.registry.serving`), ``config`` none unless
-``--trust read-only`` needs their annotations; starting them is announced on stderr.
+A command starts only the upstream servers it needs (:func:`awf_mcp.cli.runtime.run_command`):
+``tools call`` the ones that may serve its tool (:func:`awf_mcp.core.registry.serving`),
+``config`` none unless ``--trust read-only`` needs their annotations; starting them is
+announced on stderr.
 This module parses arguments and prints (rich tables for people, stable JSON for
 scripts); the work is done by :mod:`awf_mcp.cli.runtime` (and
 :mod:`awf_mcp.clients.clientconfig`, :mod:`awf_mcp.install.installer`,
@@ -26,8 +27,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 import typer.main
@@ -61,8 +61,6 @@ app.add_typer(prompts_app, name="prompts")
 app.add_typer(resources_app, name="resources")
 app.command("doctor")(doctor_command)
 app.command("trust")(trust_command)
-
-T = TypeVar("T")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print stable JSON for scripts.")]
 
@@ -136,52 +134,6 @@ def serve() -> None:
     raise UserError("serve runs from the awf-mcp entry point: awf-mcp serve [OPTIONS]")
 
 
-EVERY_SERVER = "*"
-"""``_run``'s ``for_tool`` default: start every configured upstream server."""
-
-
-def _run(
-    options: ServeOptions, work: Callable[[Any], Awaitable[T]], for_tool: str | None = EVERY_SERVER
-) -> T:
-    """Load the settings, start the runtime, ``await work(runtime)``, close it: one event loop.
-
-    ``for_tool`` names the one tool the command needs: only the upstream servers that may
-    serve it are started (``None``: no upstream server).
-    """
-    import anyio
-
-    from awf_mcp.cli import runtime
-    from awf_mcp.core import config
-    from awf_mcp.core.observability import configure_logging
-    from awf_mcp.core.registry import serving
-
-    configure_logging("WARNING")
-    settings = config.load(options)
-    if for_tool != EVERY_SERVER:
-        settings = serving(settings, for_tool)
-    runtime.announce_servers(settings)
-
-    async def run() -> T:
-        async with runtime.open_runtime(settings) as rt:
-            return await work(rt)
-
-    return anyio.run(run)
-
-
-def served_tools(options: ServeOptions, for_tool: str | None = EVERY_SERVER) -> list[tuple[str, bool]]:
-    """``(name, read_only)`` of every tool ``serve`` would serve with OPTIONS: what the trust
-    hints of ``config`` and ``servers import`` name, and what ``--trust read-only`` approves.
-    ``for_tool`` limits the upstream servers started, as for :func:`_run`."""
-
-    async def served(rt: Any) -> list[tuple[str, bool]]:
-        return [
-            (d.name, bool(d.annotations is not None and d.annotations.read_only))
-            for d in rt.registry.definitions()
-        ]
-
-    return _run(options, served, for_tool=for_tool)
-
-
 CLIENT_NAMES = {"claude": "claude-code", "codex": "codex-mcp-client", "gemini": "gemini-cli-mcp-client"}
 """The ``clientInfo.name`` each client sends, by the name ``--client`` takes."""
 
@@ -204,13 +156,14 @@ def tools_list(
     options: ServeOptions,
 ) -> None:
     """List the tools an agent will get, in tools/list order."""
+    from awf_mcp.cli.runtime import run_command
     from awf_mcp.core import discovery
     from awf_mcp.core.registry import long_names
 
     async def listing(rt: Any) -> tuple[list[Any], int | None, Any]:
         return rt.registry.definitions(), rt.settings.output_budget, rt.settings.discovery
 
-    definitions, output_budget, chosen = _run(options, listing)
+    definitions, output_budget, chosen = run_command(options, listing)
     if client is not None:
         named = CLIENT_NAMES.get(client.strip().lower(), client)
         definitions, _searching = discovery.offered(definitions, named, chosen)
@@ -281,10 +234,12 @@ def tools_call(
         problem = f"{exc.msg} at column {exc.colno}"
         raise UserError(f"arguments are not valid JSON ({problem}): {arguments}") from None
 
+    from awf_mcp.cli.runtime import run_command
+
     async def call(rt: Any) -> Any:
         return await rt.invoker.call(name, parsed)
 
-    result = _run(options, call, for_tool=name)
+    result = run_command(options, call, for_tool=name)
     if json_output:
         payload: dict[str, Any] = {  # the field names of MCP's CallToolResult
             "isError": result.is_error,
@@ -395,6 +350,8 @@ def client_config(
     # gateway's tools are its own: the read-only built-ins stand for them.
     tools = None
     if gateway is None:
+        from awf_mcp.cli.runtime import EVERY_SERVER, served_tools
+
         tools = served_tools(options, for_tool=EVERY_SERVER if trust == "read-only" else None)
     text = clientconfig.configure(
         client,

@@ -25,14 +25,14 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print stable JSON for scr
 
 
 def _with_catalog(options: ServeOptions, work: Any) -> Any:
-    """``await work(catalog)`` in a started runtime (see :func:`awf_mcp.cli.commands._run`)."""
-    from awf_mcp.cli import commands
+    """``await work(catalog)`` in a started runtime (:func:`awf_mcp.cli.runtime.run_command`)."""
+    from awf_mcp.cli.runtime import run_command
     from awf_mcp.core.catalog import Catalog
 
     async def run(rt: Any) -> Any:
         return await work(Catalog(rt.registry.records, rt.registry.settings, rt.invoker))
 
-    return commands._run(options, run)
+    return run_command(options, run)
 
 
 def _print_table(title: str, columns: list[str], rows: list[list[str]]) -> None:

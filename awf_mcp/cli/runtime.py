@@ -43,19 +43,21 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
 from awf_mcp.concurrency import call_either, watch_children_with_pidfds
-from awf_mcp.core.calls import CallRecord, ToolInvoker
-from awf_mcp.core.config import HttpAuth, Settings
+from awf_mcp.core.callrecord import CallRecord
+from awf_mcp.core.calls import ToolInvoker
+from awf_mcp.core.config import HttpAuth, ServeOptions, Settings
+from awf_mcp.core.config import load as load_settings
 from awf_mcp.core.instructions import plugin_paragraphs, server_instructions
-from awf_mcp.core.observability import call_fields
+from awf_mcp.core.observability import call_fields, configure_logging
 from awf_mcp.core.plugins import LoadedPlugins, PluginRecord
 from awf_mcp.core.plugins import load as load_plugins
 from awf_mcp.core.policy import policies_from
-from awf_mcp.core.registry import Registry, build
+from awf_mcp.core.registry import Registry, build, serving
 from awf_mcp.core.roots import ClientRoots
 from awf_mcp.core.upstream import NO_OFFER, ClientOffer, Connect, start_all
 from awf_mcp.core.upstream import instructions as upstream_instructions
@@ -71,6 +73,8 @@ if TYPE_CHECKING:
     from awf_mcp.wire.framing import Frame, Oversized
 
 log = logging.getLogger("awf_mcp")
+
+T = TypeVar("T")
 
 CLOSE_TIMEOUT_SECONDS = 0.5
 AGENT_FIRST_MESSAGE_SECONDS = 1.0
@@ -305,6 +309,46 @@ async def open_runtime(
         yield runtime
     finally:
         await close(runtime)
+
+
+EVERY_SERVER = "*"
+""":func:`run_command`'s ``for_tool`` default: start every configured upstream server."""
+
+
+def run_command(
+    options: ServeOptions, work: Callable[[Any], Awaitable[T]], for_tool: str | None = EVERY_SERVER
+) -> T:
+    """A command's one event loop: load the settings, start the runtime, ``await work(runtime)``, close it.
+
+    ``for_tool`` names the one tool the command needs: only the upstream servers that may
+    serve it are started (:func:`~awf_mcp.core.registry.serving`; ``None``: no upstream server).
+    Starting them is announced on stderr.
+    """
+    configure_logging("WARNING")
+    settings = load_settings(options)
+    if for_tool != EVERY_SERVER:
+        settings = serving(settings, for_tool)
+    announce_servers(settings)
+
+    async def run() -> T:
+        async with open_runtime(settings) as runtime:
+            return await work(runtime)
+
+    return anyio.run(run)
+
+
+def served_tools(options: ServeOptions, for_tool: str | None = EVERY_SERVER) -> list[tuple[str, bool]]:
+    """``(name, read_only)`` of every tool ``serve`` would serve with OPTIONS: what the trust
+    hints of ``config`` and ``servers import`` name, and what ``--trust read-only`` approves.
+    ``for_tool`` limits the upstream servers started, as for :func:`run_command`."""
+
+    async def served(runtime: Runtime) -> list[tuple[str, bool]]:
+        return [
+            (d.name, bool(d.annotations is not None and d.annotations.read_only))
+            for d in runtime.registry.definitions()
+        ]
+
+    return run_command(options, served, for_tool=for_tool)
 
 
 async def _stop_on_signal(stop: Callable[[], None]) -> None:

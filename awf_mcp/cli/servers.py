@@ -428,7 +428,7 @@ def servers_import(
 
     def served() -> list[tuple[str, bool]]:
         # The awf entry's trust hint names the tools `config` names in this directory.
-        from awf_mcp.cli.commands import served_tools
+        from awf_mcp.cli.runtime import served_tools
 
         return served_tools(ServeOptions(config=config if config and Path(config).is_file() else None))
 

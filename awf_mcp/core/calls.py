@@ -53,6 +53,7 @@ import anyio
 
 from awf_mcp.budget import budget_for_client, fit_result
 from awf_mcp.concurrency import call_either, in_worker_thread
+from awf_mcp.core.callrecord import CANCELLED, CallRecord
 from awf_mcp.core.observability import (
     CallRequests,
     bind_upstream_requests,
@@ -89,8 +90,6 @@ of the 4 MiB the writer holds, :data:`~awf_mcp.wire.framing.MAX_BACKLOG_BYTES`);
 waiting are dropped."""
 PROGRESS_OVERHEAD_BYTES = 128
 """What one progress notification is counted as, besides its message."""
-#: The error of a call the client cancelled (it gets no result: the SDK answers nothing).
-CANCELLED = "cancelled by the client"
 
 ProgressSink = Callable[[float, float | None, str | None], Awaitable[None]]
 """Sends one progress notification for the running call (the adapter provides it)."""
@@ -117,31 +116,6 @@ CONFIRM_SCHEMA: Mapping[str, Any] = {
 
 PathPolicy = Callable[[str, str, str], str | None]
 """Returns a denial sentence for (tool, source, resolved path), or ``None`` to allow."""
-
-
-@dataclass(frozen=True, slots=True)
-class CallRecord:
-    """What one finished call looked like; handed to the ``observer``.
-
-    Every call that reached a tool gives one record — results, errors, denials, timeouts,
-    and cancellations (``error`` = :data:`CANCELLED`). An unknown tool name gives none.
-    """
-
-    tool: str
-    source: str
-    arguments: Mapping[str, Any]
-    duration_ms: float
-    is_error: bool
-    error: str | None
-    confirmation: Mapping[str, Any] | None = None
-    """For a call the policy asked about: ``question`` put to the user and ``answer`` given."""
-    upstream_requests: tuple[Mapping[str, Any], ...] = ()
-    """The requests the call's upstream server made of its client during the call, in order
-    (:meth:`~awf_mcp.core.observability.UpstreamRequest.fields`: method and outcome, sizes, never content)."""
-    upstream_requests_omitted: int = 0
-    """How many more requests there were, past :data:`~awf_mcp.core.observability.MAX_RECORDED_REQUESTS`."""
-    caller: Caller = LOCAL_CALLER
-    """Who made the call."""
 
 
 def _error_text(result: ToolResult) -> str | None:

@@ -4,7 +4,8 @@
 Contract
 --------
 A provider offers prompts, resources or resource templates when it has the methods of
-:class:`OfferingProvider` (upstream servers; plugins through :mod:`awf_mcp.authoring`).
+:class:`~awf_mcp.core.offerings.OfferingProvider` (upstream servers; plugins through
+:mod:`awf_mcp.authoring`).
 :class:`Catalog` merges them, in the order of the records (built-ins, plugins, servers in
 configuration order):
 
@@ -17,8 +18,9 @@ configuration order):
   resolving). A URI listed by two providers is served from the first; the other's entry is
   left out with a warning. **Templates** are kept in record order, then each provider's order.
 * A read of a URI goes to the provider that **listed** it; else to the provider of the
-  **first template that matches** it (:func:`template_match`: RFC 6570 level 1 to 3 expressions,
-  matched left to right in one pass, no backtracking, URI of at most :data:`MAX_URI_BYTES`);
+  **first template that matches** it (:func:`~awf_mcp.uritemplate.template_match`: RFC 6570 level
+  1 to 3 expressions, matched left to right in one pass, no backtracking, URI of at most
+  :data:`MAX_URI_BYTES`);
   else it is refused with a sentence. awf-mcp itself reads nothing: a ``file://`` URI or one
   with ``..`` that no provider listed or matched is refused, and one that a provider claims is
   that provider's to answer.
@@ -26,7 +28,8 @@ configuration order):
   (:meth:`~awf_mcp.core.calls.ToolInvoker.over`): the policy hook (told ``kind="prompt"`` or
   ``kind="resource"``; ``tool`` is the prompt's name or the URI), the audit log, the call
   timeout, cancellation, and the output budget: a prompt's and a resource's text is cut to the
-  budget with one note, keeping each message's role and each content's URI.
+  budget with one note, keeping each message's role and each content's URI
+  (:mod:`awf_mcp.core.offerings`).
 * A completion reaches the provider that owns the ``ref``: the prompt's, or the template's
   (the same template string, else the provider a read of that URI would reach).
 * Subscriptions: a client subscribes to a URI some provider serves and that advertises
@@ -48,12 +51,12 @@ from __future__ import annotations
 import collections
 import logging
 from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import dataclass, field
+from typing import Any
 
-from awf_mcp import budget
 from awf_mcp.core.calls import ProgressSink, ToolInvoker
 from awf_mcp.core.config import Settings
+from awf_mcp.core.offerings import OfferingProvider, PromptRunner, ResourceRunner
 from awf_mcp.core.plugins import PluginRecord, ProviderTools
 from awf_mcp.core.registry import RegisteredTool, Registry, merge_named, name_problem
 from awf_mcp.core.servers import SOURCE_PREFIX as SERVER_SOURCE_PREFIX
@@ -61,18 +64,14 @@ from awf_mcp.errors import UnknownToolError
 from awf_mcp.ports import (
     LOCAL_CALLER,
     NO_CLIENT,
-    PROMPT_ROLES,
     Caller,
     ClientChannel,
     PromptDefinition,
     ResourceDefinition,
-    TemplatePart,
-    ToolContent,
     ToolDefinition,
     ToolResult,
-    parse_template,
-    template_match,
 )
+from awf_mcp.uritemplate import TemplatePart, parse_template, template_match
 
 log = logging.getLogger("awf_mcp.catalog")
 
@@ -92,116 +91,7 @@ class UnknownResourceError(UnknownToolError):
     """No provider offers the URI; the message says so."""
 
 
-@runtime_checkable
-class OfferingProvider(Protocol):
-    """A provider of prompts and resources (upstream servers, plugins)."""
-
-    def list_prompts(self) -> Sequence[PromptDefinition]:
-        """The prompts, named ``<plugin>_<prompt>``."""
-        ...
-
-    def list_resources(self) -> Sequence[ResourceDefinition]:
-        """The resources."""
-        ...
-
-    def list_resource_templates(self) -> Sequence[ResourceDefinition]:
-        """The resource templates."""
-        ...
-
-    async def get_prompt(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
-        """The prompt's messages (see :class:`~awf_mcp.ports.PromptDefinition`)."""
-        ...
-
-    async def read_resource(self, uri: str) -> ToolResult:
-        """The resource's contents (see :class:`~awf_mcp.ports.ResourceDefinition`)."""
-        ...
-
-
 # --------------------------------------------------------------------------- the catalog
-
-
-def _prompt_tool(prompt: PromptDefinition) -> ToolDefinition:
-    """A prompt as the registry and the call path know items: its arguments as string properties."""
-    properties = {
-        a.name: {"type": "string", **({"description": a.description} if a.description else {})}
-        for a in prompt.arguments
-    }
-    required = [a.name for a in prompt.arguments if a.required]
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        schema["required"] = required
-    return ToolDefinition(
-        name=prompt.name, description=prompt.description, input_schema=schema, source=prompt.source
-    )
-
-
-class _PromptRunner:
-    """A provider's prompts as the call path runs them (``call_tool`` gets the prompt, fitted)."""
-
-    def __init__(self, provider: OfferingProvider) -> None:
-        self.provider = provider
-
-    def list_tools(self) -> list[ToolDefinition]:
-        return [_prompt_tool(prompt) for prompt in self.provider.list_prompts()]
-
-    async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
-        return fit_contents(await self.provider.get_prompt(name, arguments))
-
-    def close(self) -> None:
-        return None
-
-
-class _ResourceRunner:
-    """One provider's resource reads as the call path runs them (``call_tool`` reads, fitted)."""
-
-    def __init__(self, provider: OfferingProvider) -> None:
-        self.provider = provider
-
-    def list_tools(self) -> list[ToolDefinition]:
-        return []
-
-    async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
-        return fit_contents(await self.provider.read_resource(str(arguments.get("uri", name))))
-
-    def close(self) -> None:
-        return None
-
-
-def fit_contents(result: ToolResult) -> ToolResult:
-    """``result``'s text (of every item, resource contents included) cut to the call's output budget,
-    with one note: the items keep their type, URI and role; an item left without room is dropped."""
-    limit = budget.current_budget()
-    total = sum(budget.size(item.text) for item in result.content)
-    if result.is_error or total <= limit:
-        return result
-    room = max(limit - 400, 0)
-    kept: list[ToolContent] = []
-    roles = list((result.structured_content or {}).get(PROMPT_ROLES) or [])
-    kept_roles: list[str] = []
-    shown = 0
-    for index, item in enumerate(result.content):
-        if item.text and room <= 0:
-            continue
-        if item.text:
-            text = budget.head_lines(item.text, room)
-            room -= budget.size(text)
-            shown += budget.size(text)
-            item = replace(item, text=text)
-        kept.append(item)
-        kept_roles.append(roles[index] if index < len(roles) else "user")
-    note = budget.note(
-        f"output cut to {shown:,} of {total:,} bytes to fit this client's output budget of {limit:,} bytes"
-    )
-    last = kept[-1] if kept else None
-    if last is not None and last.type == "resource" and not last.data:
-        kept[-1] = replace(last, text=last.text + "\n" + note)
-    else:
-        kept.append(ToolContent.of_text(note))
-        kept_roles.append("user")
-    structured = result.structured_content
-    if isinstance(structured, Mapping) and PROMPT_ROLES in structured:
-        structured = {**structured, PROMPT_ROLES: kept_roles}
-    return ToolResult(content=kept, is_error=result.is_error, structured_content=structured)
 
 
 @dataclass(slots=True)
@@ -239,7 +129,7 @@ class Catalog:
         """The clients holding subscriptions, the one that subscribed least recently first."""
         self._ending_themselves: set[Hashable] = set()
         """The subscribers whose subscriptions end with them (listen streams): never evicted."""
-        self._runners: dict[int, _PromptRunner] = {}
+        self._runners: dict[int, PromptRunner] = {}
         self._served = self._merge(None)
         self.prompt_invoker = invoker.over(Registry(self._served.prompts.values()), kind="prompt")
         providers = list(self._providers())
@@ -274,7 +164,7 @@ class Catalog:
         served = _Served()
         shadows = []
         for record, provider in self._entries():
-            runner = self._runners.setdefault(id(provider), _PromptRunner(provider))  # kept: collisions
+            runner = self._runners.setdefault(id(provider), PromptRunner(provider))  # kept: collisions
             # at a refresh keep the prompt already served, known by its runner
             shadow = PluginRecord(name=record.name, source=record.source, distribution=record.distribution)
             named = []
@@ -316,7 +206,7 @@ class Catalog:
         by_provider = {}
         for shadow in shadows:
             entry = shadow.providers[0]
-            assert isinstance(entry.provider, _PromptRunner)
+            assert isinstance(entry.provider, PromptRunner)
             for prompt in entry.provider.provider.list_prompts():
                 by_provider[(id(entry.provider), prompt.name)] = prompt
         for name, registered in sorted(served.prompts.items()):
@@ -430,7 +320,7 @@ class Catalog:
         if not source:
             source = next((t.definition.source for t in self._served.templates if t.provider is provider), "")
         definition = ToolDefinition(name=uri, description="", input_schema={"type": "object"}, source=source)
-        registry = Registry([RegisteredTool(definition, _ResourceRunner(provider), uri)])
+        registry = Registry([RegisteredTool(definition, ResourceRunner(provider), uri)])
         invoker = self._invoker.over(registry, kind="resource")
         return await invoker.call(
             uri,
@@ -451,7 +341,7 @@ class Catalog:
             if registered is None:
                 raise UnknownToolError(f"unknown prompt '{str(ref.get('name'))[:200]}'")
             runner = registered.provider
-            assert isinstance(runner, _PromptRunner)
+            assert isinstance(runner, PromptRunner)
             provider = runner.provider
             request = {**request, "ref": {**ref, "name": registered.original_name}}
         else:

@@ -60,7 +60,7 @@ from awf_mcp.errors import UserError
 from awf_mcp.ports import inert_json, inert_text
 
 if TYPE_CHECKING:
-    from awf_mcp.core.calls import CallRecord
+    from awf_mcp.core.callrecord import CallRecord
 
 MAX_VALUE_CHARS = 1000
 MASK = "***"

@@ -45,13 +45,18 @@ from awf_mcp import hookspecs
 from awf_mcp.core.config import Settings
 from awf_mcp.errors import PluginError, describe_exception
 from awf_mcp.install.plugindirs import plugin_dirs
-from awf_mcp.ports import BUILTIN_SOURCE, PluginContext, ToolDefinition, ToolProvider, plugin_source
+from awf_mcp.ports import BUILTIN_SOURCE, PluginContext, ToolDefinition, ToolProvider
 
 log = logging.getLogger("awf_mcp.core.plugins")
 
 BUILTIN_PLUGIN = "builtin"
 ENV_ONLY = "AWF_MCP_PLUGINS"
 ENV_NONE = "AWF_MCP_NO_PLUGINS"
+
+
+def plugin_source(plugin_name: str) -> str:
+    """The ``source`` label of a tool contributed by plugin ``plugin_name``."""
+    return f"plugin:{plugin_name}"
 
 
 @dataclass(slots=True)

@@ -53,15 +53,13 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from awf_mcp.core.clientchannel import CLIENT_METHODS, LOG_LEVELS, feature_of
 from awf_mcp.ports import (
-    CLIENT_METHODS,
     LOCAL_CALLER,
-    LOG_LEVELS,
     Caller,
     ClientCannotAnswer,
     ClientFeature,
     InputRequired,
-    feature_of,
     visible_text,
 )
 

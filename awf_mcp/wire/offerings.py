@@ -47,8 +47,9 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from awf_mcp.core.catalog import MAX_CLIENT_SUBSCRIPTIONS, Catalog, UnknownResourceError, page
+from awf_mcp.core.clientchannel import LOG_LEVELS
 from awf_mcp.errors import UnknownToolError, describe_exception
-from awf_mcp.ports import LOG_LEVELS, InputRequired, visible_text
+from awf_mcp.ports import InputRequired, visible_text
 from awf_mcp.wire.changes import LISTED_BY_LIMIT, ListedBy, ListenStreams
 from awf_mcp.wire.channel import ClientChannel, call_origin, session_key
 from awf_mcp.wire.mapping import (

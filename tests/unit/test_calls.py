@@ -11,7 +11,8 @@ from typing import Any
 import anyio
 import pytest
 
-from awf_mcp.core.calls import CANCELLED, CallRecord, ToolInvoker, describe_exception
+from awf_mcp.core.callrecord import CANCELLED, CallRecord
+from awf_mcp.core.calls import ToolInvoker, describe_exception
 from awf_mcp.core.registry import RegisteredTool, Registry
 from awf_mcp.errors import UnknownToolError
 from awf_mcp.ports import ToolDefinition, ToolError, ToolResult, current_call

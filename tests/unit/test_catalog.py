@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from awf_mcp.core.calls import CallRecord, ToolInvoker
+from awf_mcp.core.callrecord import CallRecord
+from awf_mcp.core.calls import ToolInvoker
 from awf_mcp.core.catalog import Catalog, UnknownResourceError, page
 from awf_mcp.core.config import Settings
 from awf_mcp.core.plugins import PluginRecord, ProviderTools
 from awf_mcp.core.registry import Registry
 from awf_mcp.errors import UnknownToolError
 from awf_mcp.ports import (
-    MAX_TEMPLATE_EXPRESSIONS,
     PROMPT_ROLES,
     AskUser,
     PromptArgument,
@@ -22,9 +22,8 @@ from awf_mcp.ports import (
     ResourceDefinition,
     ToolContent,
     ToolResult,
-    parse_template,
-    template_match,
 )
+from awf_mcp.uritemplate import MAX_TEMPLATE_EXPRESSIONS, parse_template, template_match
 
 pytestmark = pytest.mark.anyio
 

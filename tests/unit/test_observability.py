@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from awf_mcp.cli.runtime import log_call
-from awf_mcp.core.calls import CallRecord
+from awf_mcp.core.callrecord import CallRecord
 from awf_mcp.core.observability import MASK, MAX_VALUE_CHARS, AuditLog, JsonLogFormatter, call_span, redact
 from tests.helpers.harness import mcp_session
 

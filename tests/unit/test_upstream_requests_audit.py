@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
-from awf_mcp.core.calls import CallRecord
+from awf_mcp.core.callrecord import CallRecord
 from awf_mcp.core.observability import (
     CALL_ENDED,
     MAX_RECORDED_REQUESTS,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from awf_mcp.core.clientchannel import feature_of
 from awf_mcp.core.servers import ServerSpec
 from awf_mcp.core.upstream import offer_from
 from awf_mcp.core.upstream.signin import sign_in_tool, url_elicitation_offered
-from awf_mcp.ports import feature_of
 
 
 @pytest.mark.parametrize(

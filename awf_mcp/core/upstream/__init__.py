@@ -66,7 +66,7 @@ after its tools, each kind under the byte bounds of tools and gated by the pins
 connection restarted as for a call; resource updates and log messages go to the callbacks
 the catalog set (:mod:`awf_mcp.core.catalog`, which merges them with the plugins' and routes
 reads), and a log message also to each agent's request following a call of the server
-that asked for its level (:class:`~awf_mcp.ports.RequestLog`, the stateless revision: the server
+that asked for its level (:class:`~awf_mcp.core.clientchannel.RequestLog`, the stateless revision: the server
 is first asked for that level with ``logging/setLevel`` when it was asked for a less verbose one;
 at most :data:`~awf_mcp.core.upstream.routing.MAX_PENDING_LOG_BYTES` wait per request).
 A failure to list them is a warning; the server's tools are served anyway.

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from awf_mcp.core.clientchannel import LOG_LEVELS, RequestLog
 from awf_mcp.core.pins import PROMPT, RESOURCE, TEMPLATE, admit_items
 from awf_mcp.core.servers import ServerSpec
 from awf_mcp.core.upstream.listing import Listing
@@ -37,14 +38,7 @@ from awf_mcp.core.upstream.session import (
     UpstreamGone,
     UpstreamSession,
 )
-from awf_mcp.ports import (
-    LOG_LEVELS,
-    CallContext,
-    PromptDefinition,
-    RequestLog,
-    ResourceDefinition,
-    ToolResult,
-)
+from awf_mcp.ports import CallContext, PromptDefinition, ResourceDefinition, ToolResult
 
 log = logging.getLogger("awf_mcp.upstream")
 

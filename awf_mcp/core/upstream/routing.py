@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 
+from awf_mcp.core.clientchannel import CLIENT_METHODS, LOG_LEVELS, RequestLog, feature_of
 from awf_mcp.core.observability import (
     CallRequests,
     RequestOutcome,
@@ -27,16 +28,7 @@ from awf_mcp.core.observability import (
 from awf_mcp.core.roots import root_uri
 from awf_mcp.core.servers import ServerSpec
 from awf_mcp.core.upstream.session import ClientOffer, UpstreamRequestRefused, UpstreamSession
-from awf_mcp.ports import (
-    CLIENT_METHODS,
-    LOG_LEVELS,
-    CallContext,
-    ClientCannotAnswer,
-    InputRequired,
-    RequestLog,
-    ToolResult,
-    feature_of,
-)
+from awf_mcp.ports import CallContext, ClientCannotAnswer, InputRequired, ToolResult
 
 log = logging.getLogger("awf_mcp.upstream")
 

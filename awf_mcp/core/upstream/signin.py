@@ -19,7 +19,7 @@ elicitation (``elicitation.url``: Claude Code and Codex do) and a :data:`SignIn`
   ``instructions`` in its text (they came after the session's own, which cannot change);
 * once the redirect brought the tokens, each client that was asked (the latest
   :data:`TOLD_LIMIT` calls) is sent ``notifications/elicitation/complete`` with the question's
-  ``elicitationId`` (:class:`~awf_mcp.ports.ElicitationCompletion`: on 2025-11-25; the stateless
+  ``elicitationId`` (:class:`~awf_mcp.core.clientchannel.ElicitationCompletion`: on 2025-11-25; the stateless
   revision has no such notification, its retry finds the outcome instead);
 * a sign-in that finishes after its call gave up waiting (the user took longer) starts the server
   by itself :data:`TAKE_OVER_SECONDS` later (the time a stateless retry has to take it first);
@@ -51,16 +51,10 @@ from typing import Any
 
 import anyio
 
+from awf_mcp.core.clientchannel import ElicitationCompletion
 from awf_mcp.core.servers import ServerSpec
 from awf_mcp.core.upstream.session import ClientOffer, SignIn, UpstreamFailure, UpstreamNeedsSignIn
-from awf_mcp.ports import (
-    ClientCannotAnswer,
-    ElicitationCompletion,
-    ToolAnnotations,
-    ToolDefinition,
-    ToolResult,
-    current_call,
-)
+from awf_mcp.ports import ClientCannotAnswer, ToolAnnotations, ToolDefinition, ToolResult, current_call
 
 log = logging.getLogger("awf_mcp.upstream")
 
