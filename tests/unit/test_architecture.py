@@ -66,6 +66,8 @@ def test_every_module_is_under_the_sdk_contract() -> None:
             "stdio",
             "http",
             "httpauth",
+            "httptokens",
+            "served",
             "client",
             "replay",
         )
