@@ -12,7 +12,7 @@ file) over a Streamable HTTP session, batches of :data:`BATCH` in turn (so all t
 same machine load). Printed: p50 and p99 of each kind, and the added latency of the static
 token, the JWT and the opaque token (their percentile minus that of no token); the last is
 mostly the authorization server's own answer, which a real one gives over a network. The check
-alone is also timed in process (:class:`~awf_mcp.wire.httpauth.CallerVerifier`, the same
+alone is also timed in process (:class:`~awf_mcp.wire.httptokens.CallerVerifier`, the same
 objects the server uses), since the difference of two noisy end-to-end medians is coarser than
 the check itself.
 """
@@ -119,7 +119,7 @@ def in_process(issuer: str, audience: str, key: bytes, rounds: int) -> dict[str,
 
     from awf_mcp.core.config import HttpAuth
     from awf_mcp.state.httptoken import NamedTokens
-    from awf_mcp.wire.httpauth import CallerVerifier, IssuerTokens
+    from awf_mcp.wire.httptokens import CallerVerifier, IssuerTokens
 
     now = int(time.time())
     fresh = [

@@ -225,7 +225,7 @@ def _signing_in(settings: Settings, name: str) -> ServerSpec:
     if spec.auth != "oauth" and may_sign_in(spec) and not spec.problem:
         import anyio
 
-        from awf_mcp.wire.client import probe_oauth
+        from awf_mcp.wire.clienthttp import probe_oauth
 
         answered = anyio.run(probe_oauth, spec)
         if answered is None:  # its 401 asked for OAuth: it signs in from now on
@@ -295,7 +295,7 @@ def servers_login(
     from awf_mcp.core.observability import configure_logging
     from awf_mcp.errors import UserError
     from awf_mcp.state import tokenstore
-    from awf_mcp.wire import oauth
+    from awf_mcp.wire import oauth, oauthsignin
 
     configure_logging("ERROR")
     spec = _signing_in(config.load(options), name)
@@ -306,7 +306,7 @@ def servers_login(
 
     try:
         signed = anyio.run(
-            lambda: oauth.sign_in(spec, show=show, open_browser=not no_browser, timeout=timeout)
+            lambda: oauthsignin.sign_in(spec, show=show, open_browser=not no_browser, timeout=timeout)
         )
     except oauth.SignInFailed as exc:
         raise UserError(f"not signed in to server '{name}': {exc}") from None

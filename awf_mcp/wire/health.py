@@ -20,14 +20,9 @@ request. The paths match exactly (``/healthz/`` is the application's). Responses
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from collections.abc import Callable
 
-# ASGI's shapes, as in awf_mcp.wire.http, which imports the SDK; this module does not.
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+from awf_mcp.wire.asgi import ASGIApp, Receive, Scope, Send
 
 HEALTH_PATH = "/healthz"
 READY_PATH = "/readyz"

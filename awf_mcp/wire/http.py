@@ -18,25 +18,20 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import urllib.parse
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from awf_mcp.errors import UserError
+from awf_mcp.wire.asgi import ASGIApp, Receive, Scope, Send
 from awf_mcp.wire.framing import MAX_MESSAGE_BYTES
+from awf_mcp.wire.served import ServedServer
 
 if TYPE_CHECKING:
     from awf_mcp.wire.httpauth import Access
-    from awf_mcp.wire.server import McpServer
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
-
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 async def _send_json(send: Send, status: int, body: bytes, *headers: tuple[bytes, bytes]) -> None:
@@ -53,15 +48,6 @@ async def _send_json(send: Send, status: int, body: bytes, *headers: tuple[bytes
         }
     )
     await send({"type": "http.response.body", "body": body})
-
-
-def query_token(query: bytes) -> bytes:
-    """The first ``token`` parameter of a raw query string, percent-decoded (``b""`` when none)."""
-    for part in query.split(b"&"):
-        name, _, value = part.partition(b"=")
-        if name == b"token":
-            return urllib.parse.unquote_to_bytes(value.replace(b"+", b" "))
-    return b""
 
 
 class StandaloneStreams:
@@ -144,7 +130,7 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 async def serve_http(
-    server: McpServer,
+    server: ServedServer,
     host: str,
     port: int,
     *,

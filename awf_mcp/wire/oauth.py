@@ -1,4 +1,4 @@
-"""OAuth sign-in for ``auth = "oauth"`` upstreams, on the SDK's own client (``mcp.client.auth``).
+"""OAuth for ``auth = "oauth"`` upstreams, on the SDK's own client (``mcp.client.auth``): the stored tokens.
 
 Contract
 --------
@@ -17,17 +17,10 @@ asks for, the state check, the token exchange and the refresh. This module gives
   refused because another awf-mcp process used the same (rotating) refresh token first, the
   tokens that process stored are taken (looked for during about two seconds): two processes
   refreshing at once keep the sign-in, and a refused refresh never erases what is stored.
-* :func:`sign_in` (``awf-mcp servers login NAME``): a loopback listener on ``127.0.0.1`` and an
-  ephemeral port receives the redirect (the only redirect URI registered; a request naming
-  another host in its ``Host`` header, a page reaching loopback by DNS rebinding, is answered
-  421 and ends nothing); the authorization
-  URL goes to ``show`` and, unless told not to, to the browser (:mod:`webbrowser`). It waits
-  at most ``timeout`` seconds for the redirect; a denial, a timeout or a state mismatch raises
-  :class:`SignInFailed` with one sentence, and nothing is stored but the registered client.
-  Signed in means the MCP handshake with the new token succeeded; a server that lets the
-  handshake through without asking for a token is recorded as asking for none.
-  :func:`sign_in_without_browser` is the same sign-in for ``serve``'s sign-in through the agent
-  (:mod:`awf_mcp.core.upstream.signin`): the URL goes to the agent, never to a browser.
+* :func:`oauth_provider`, the SDK's provider over those tokens; the sign-in that sends a person
+  to the authorization page with it (``awf-mcp servers login NAME``, or through the agent) is
+  :mod:`awf_mcp.wire.oauthsignin`'s, and ends in :class:`SignInFailed` with one sentence when it
+  does not sign in.
 * :func:`serving_auth` (``serve``, ``servers list``, ``doctor``): the provider over the stored
   tokens, refreshed by the SDK when they expire. It never asks a person: where the SDK would
   send the user to the authorization page, the connection fails with
@@ -50,15 +43,10 @@ SDK's ``mcp.client.auth`` logger (tracebacks of OAuth failures) is silenced.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import http.server
 import json
 import logging
-import threading
 import time
-import urllib.parse
-import webbrowser
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -67,7 +55,6 @@ import anyio
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError, OAuthRegistrationError, OAuthTokenError
 from mcp.client.auth.oauth2 import OAuthContext
 from mcp.shared.auth import (
-    AuthorizationCodeResult,
     OAuthClientInformationFull,
     OAuthClientMetadata,
     OAuthMetadata,
@@ -80,12 +67,10 @@ from awf_mcp.core.upstream import UpstreamFailure
 from awf_mcp.ports import inert_text
 from awf_mcp.state import tokenstore
 
-DEFAULT_SIGN_IN_SECONDS = 300.0
 EXPIRY_MARGIN_SECONDS = 60.0
 REFRESH_WAIT_ROUNDS = 20
 REFRESH_WAIT_SECONDS = 0.1
 """A refused refresh looks for the tokens another process stored this many times, this far apart."""
-CALLBACK_PATH = "/callback"
 _PLACEHOLDER_REDIRECT = "http://127.0.0.1/callback"
 """The redirect URI of the serving provider's metadata: it never sends anyone to authorize."""
 
@@ -211,6 +196,11 @@ class StoredTokens:
         with tokenstore.updating(_key(self.spec)) as entry:
             entry["client"] = client_info.model_dump(mode="json", exclude_none=True)
 
+    def note_asked_for_none(self) -> None:
+        """Record that the server let a handshake through without asking for a token (:func:`state`)."""
+        with tokenstore.updating(_key(self.spec)) as entry:
+            entry["asked_for_none"] = time.time()
+
 
 def endpoint_elsewhere(spec: ServerSpec, metadata: OAuthMetadata) -> str:
     """Why METADATA may not be used for SPEC (empty: it may): a token, registration or revocation
@@ -324,13 +314,16 @@ def _quiet_sdk_logger() -> None:
         sdk.propagate = False
 
 
-def _provider(
+def oauth_provider(
     spec: ServerSpec,
     storage: StoredTokens,
     redirect_uri: str,
     redirect_handler: Callable[[str], Any],
     callback_handler: Callable[[], Any],
 ) -> _Provider:
+    """The SDK's provider for SPEC over STORAGE, sending a person to sign in with REDIRECT_HANDLER and
+    awaiting the redirect with CALLBACK_HANDLER (:func:`serving_auth` never does; a sign-in does);
+    raises :class:`UpstreamFailure` when SPEC's ``client_metadata_url`` is not one."""
     _quiet_sdk_logger()
     try:
         return _Provider(
@@ -366,7 +359,7 @@ def serving_auth(spec: ServerSpec) -> Any:
     async def ask_a_person(*_: Any) -> Any:
         raise SignInNeeded(needs_sign_in(spec.name))
 
-    return _provider(spec, StoredTokens(spec), _PLACEHOLDER_REDIRECT, ask_a_person, ask_a_person)
+    return oauth_provider(spec, StoredTokens(spec), _PLACEHOLDER_REDIRECT, ask_a_person, ask_a_person)
 
 
 def describe_failure(spec: ServerSpec, exc: BaseException, *, signing_in: bool = False) -> str:
@@ -382,156 +375,6 @@ def describe_failure(spec: ServerSpec, exc: BaseException, *, signing_in: bool =
         answered = f"the authorization server answered: {inert_text(first)}"
         return f"{answered}; nothing stored" if signing_in else f"{needs_sign_in(spec.name)} ({answered})"
     return ""
-
-
-@dataclass
-class _Redirect:
-    """What the loopback listener received."""
-
-    params: dict[str, str]
-    done: threading.Event
-
-
-class _Listener(http.server.HTTPServer):
-    redirect: _Redirect
-
-
-class _CallbackHandler(http.server.BaseHTTPRequestHandler):
-    server: _Listener
-
-    def do_GET(self) -> None:
-        parsed = urllib.parse.urlsplit(self.path)
-        expected_host = f"127.0.0.1:{self.server.server_address[1]}"
-        if self.headers.get("Host", "") != expected_host:  # another name for loopback: DNS rebinding
-            self._refuse(421)
-            return
-        if parsed.path != CALLBACK_PATH or self.server.redirect.done.is_set():
-            self._refuse(404)
-            return
-        query = urllib.parse.parse_qs(parsed.query[:8192], max_num_fields=20)
-        self.server.redirect.params = {key: values[0] for key, values in query.items() if values}
-        body = (
-            b"<!doctype html><title>awf-mcp</title><p>awf-mcp received the answer: you can close this tab.\n"
-        )
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-        self.server.redirect.done.set()
-
-    def _refuse(self, status: int) -> None:
-        self.send_response(status)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args: object) -> None:
-        return None
-
-
-@contextlib.contextmanager
-def _loopback() -> Any:
-    listener = _Listener(("127.0.0.1", 0), _CallbackHandler)
-    listener.redirect = _Redirect({}, threading.Event())
-    thread = threading.Thread(target=listener.serve_forever, name="awf-mcp-oauth-callback", daemon=True)
-    thread.start()
-    try:
-        yield listener
-    finally:
-        listener.redirect.done.set()  # a wait still running (a sign-in given up) ends now
-        listener.shutdown()
-        listener.server_close()
-
-
-async def sign_in(
-    spec: ServerSpec,
-    *,
-    show: Callable[[str], None],
-    open_browser: bool = True,
-    timeout: float = DEFAULT_SIGN_IN_SECONDS,
-) -> bool:
-    """Sign in to SPEC (see the module docstring); raises :class:`SignInFailed` with one sentence.
-
-    False: the server let the handshake through without a token (it needs no sign-in; that is
-    recorded, see :attr:`SignInState.asked_for_none`)."""
-    from awf_mcp.wire.client import connect
-
-    with _loopback() as listener:
-        redirect_uri = f"http://127.0.0.1:{listener.server_address[1]}{CALLBACK_PATH}"
-        redirect = listener.redirect
-
-        async def send_to_browser(url: str) -> None:
-            show(url)
-            if open_browser:
-                with contextlib.suppress(Exception):
-                    await anyio.to_thread.run_sync(webbrowser.open, url)
-
-        async def wait_for_redirect() -> AuthorizationCodeResult:
-            received = await anyio.to_thread.run_sync(redirect.done.wait, timeout, abandon_on_cancel=True)
-            if not received:
-                raise SignInFailed(f"no answer from the browser within {timeout:g} s; nothing was stored")
-            params = redirect.params
-            if "error" in params:
-                why = params["error"] + (
-                    f" ({params['error_description']})" if "error_description" in params else ""
-                )
-                raise SignInFailed(f"the sign-in was refused: {inert_text(why[:300])}; nothing was stored")
-            if not params.get("code"):
-                raise SignInFailed("the redirect carried no authorization code; nothing was stored")
-            return AuthorizationCodeResult(
-                code=params["code"], state=params.get("state"), iss=params.get("iss")
-            )
-
-        storage = StoredTokens(spec, fresh=True, redirect_uri=redirect_uri)
-        provider = _provider(spec, storage, redirect_uri, send_to_browser, wait_for_redirect)
-        try:
-            with anyio.fail_after(timeout + 60):
-                async with connect(spec, "", auth=provider) as connection:
-                    await connection.handshake()
-        except TimeoutError:
-            raise SignInFailed(f"the sign-in did not finish within {timeout + 60:g} s") from None
-        except Exception as exc:
-            raise SignInFailed(_sign_in_failure(spec, exc)) from None
-        if storage.fresh:  # the server let the handshake through without asking for a token
-            with tokenstore.updating(_key(spec)) as entry:
-                entry["asked_for_none"] = time.time()
-            return False
-        return True
-
-
-async def sign_in_without_browser(spec: ServerSpec, show: Callable[[str], None]) -> None:
-    """:func:`sign_in` for ``serve`` (the :data:`~awf_mcp.core.upstream.SignIn` of the sign-in through
-    the agent): the URL goes only to ``show``; raises :class:`UpstreamFailure` with one sentence."""
-    try:
-        await sign_in(spec, show=show, open_browser=False)
-    except SignInFailed as exc:
-        raise UpstreamFailure(str(exc)) from None
-
-
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
-    return [exc]
-
-
-def _sign_in_failure(spec: ServerSpec, exc: Exception) -> str:
-    """One sentence for what ended a sign-in (the OAuth failure, when one is among the causes)."""
-    leaves = _leaves(exc)
-    for leaf in leaves:
-        sentence = describe_failure(spec, leaf, signing_in=True)
-        if sentence:
-            return sentence
-    for leaf in leaves:
-        if isinstance(leaf, UpstreamFailure):
-            return str(leaf).removeprefix("the handshake failed: ")
-    import httpx2
-
-    from awf_mcp.wire.client import describe_http_failure
-
-    for leaf in leaves:
-        if isinstance(leaf, httpx2.HTTPError):
-            return spec.redact(describe_http_failure(leaf, spec.url))
-    return spec.redact(f"{type(leaves[0]).__name__}: {str(leaves[0])[:300]}")
 
 
 @dataclass(frozen=True)

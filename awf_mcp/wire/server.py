@@ -2,9 +2,8 @@
 
 Purpose
 -------
-With the modules beside it (:mod:`~awf_mcp.wire.mapping`, :mod:`~awf_mcp.wire.channel`,
-:mod:`~awf_mcp.wire.changes`, :mod:`~awf_mcp.wire.stdio`, :mod:`~awf_mcp.wire.http`) and
-:mod:`~awf_mcp.wire.client`, the only code that imports the SDK (``mcp``, ``mcp_types``). It
+With the modules beside it and the client adapter (:mod:`awf_mcp.wire` lists them), the only
+code that imports the SDK (``mcp``, ``mcp_types``). It
 maps the domain ports to MCP wire types and lets the SDK do the protocol: the handshake and
 version negotiation (every version the SDK serves, 2024-11-05 through 2025-11-25 and the 2026
 era), request dispatch, ``ping``, cancellation, progress. Swapping SDK versions touches the
@@ -21,6 +20,9 @@ Where things are
   messages (what the :class:`~awf_mcp.core.catalog.Catalog` offers, and only that);
 * :mod:`awf_mcp.wire.stdio`    one client over stdio: framing errors, the in-flight cap;
 * :mod:`awf_mcp.wire.http`     Streamable HTTP: token, Host/Origin checks, shutdown.
+
+The transports take the server as a :class:`~awf_mcp.wire.served.ServedServer` (the SDK server
+and :meth:`McpServer.end_listen_streams`), so they do not import this module.
 
 Public surface
 --------------

@@ -29,7 +29,7 @@ import json
 import logging
 from collections import Counter
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -38,9 +38,7 @@ from mcp.shared.message import SessionMessage
 from awf_mcp.ports import visible_text
 from awf_mcp.wire.framing import MAX_MESSAGE_BYTES, Frame, FrameReader, FrameWriter, Oversized, StdioWire
 from awf_mcp.wire.mapping import too_large_message
-
-if TYPE_CHECKING:
-    from awf_mcp.wire.server import McpServer
+from awf_mcp.wire.served import ServedServer
 
 log = logging.getLogger("awf_mcp.wire.server")
 
@@ -142,7 +140,7 @@ def encode_reply(reply: Any) -> bytes | None:
 
 
 async def serve_stdio(
-    server: McpServer, wire: StdioWire, frames: AsyncIterator[Frame | Oversized] | None = None
+    server: ServedServer, wire: StdioWire, frames: AsyncIterator[Frame | Oversized] | None = None
 ) -> None:
     """Serve one client of ``server`` over ``wire`` until its EOF (or until cancelled).
 

@@ -66,7 +66,14 @@ def test_every_module_is_under_the_sdk_contract() -> None:
             "stdio",
             "http",
             "httpauth",
+            "httptokens",
+            "served",
             "client",
+            "clientsession",
+            "clientmapping",
+            "clientstdio",
+            "clienthttp",
+            "oauthsignin",
             "replay",
         )
     }

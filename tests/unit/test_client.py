@@ -8,7 +8,7 @@ import mcp_types as types
 import pytest
 from pydantic import TypeAdapter
 
-from awf_mcp.wire.client import content_from_mcp, result_from_mcp, tool_from_mcp
+from awf_mcp.wire.clientmapping import content_from_mcp, result_from_mcp, tool_from_mcp
 from awf_mcp.wire.mapping import content_to_mcp, result_to_mcp
 
 BLOCK: TypeAdapter[Any] = TypeAdapter(types.ContentBlock)
@@ -86,7 +86,7 @@ def test_an_http_failure_is_described_by_its_cause() -> None:
 
     import httpx2
 
-    from awf_mcp.wire.client import describe_http_failure
+    from awf_mcp.wire.clienthttp import describe_http_failure
 
     def failure(cause: BaseException) -> httpx2.ConnectError:
         try:

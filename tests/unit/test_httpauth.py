@@ -20,8 +20,9 @@ from awf_mcp.core.config import HttpAuth, http_auth
 from awf_mcp.errors import ConfigError, UserError
 from awf_mcp.ports import Caller
 from awf_mcp.state.httptoken import NamedTokens, read_token_file
-from awf_mcp.wire import httpauth
-from awf_mcp.wire.httpauth import Access, IssuerTokens, TokenRefused, caller_of
+from awf_mcp.wire import httptokens
+from awf_mcp.wire.httpauth import Access, caller_of
+from awf_mcp.wire.httptokens import IssuerTokens, TokenRefused
 
 ISSUER = "https://id.example"
 AUDIENCE = "https://mcp.example/mcp"
@@ -146,7 +147,7 @@ async def test_kid_rules_and_a_bounded_refetch(rsa_key: Any, monkeypatch: pytest
     with pytest.raises(TokenRefused, match="does not publish"):  # fetched at start-up, a minute is not up
         await tokens.verify(sign(rotated, kid="k2"))
     assert issuer.jwks_fetches == 1
-    monkeypatch.setattr(httpauth, "JWKS_REFRESH_SECONDS", 0.0)
+    monkeypatch.setattr(httptokens, "JWKS_REFRESH_SECONDS", 0.0)
     assert (await tokens.verify(sign(rotated, kid="k2"))).subject == "alice"  # rotation: fetched again
     assert issuer.jwks_fetches == 2
     with pytest.raises(TokenRefused, match="names no key"):
@@ -163,9 +164,9 @@ async def test_scopes_from_scp_and_a_token_too_long(rsa_key: Any) -> None:
     tokens = await Issuer((rsa_key, "k1", None)).tokens()
     access = await tokens.verify(sign(rsa_key, scope=None, scp=["tools", 3]))
     assert access.scopes == ["tools"]
-    verifier = httpauth.CallerVerifier(NamedTokens(), tokens, ["tools"])
+    verifier = httptokens.CallerVerifier(NamedTokens(), tokens, ["tools"])
     with pytest.raises(TokenRefused, match="longer than"):
-        await verifier.verify_token("x" * (httpauth.MAX_TOKEN_BYTES + 1))
+        await verifier.verify_token("x" * (httptokens.MAX_TOKEN_BYTES + 1))
 
 
 async def test_opaque_tokens_are_introspected(rsa_key: Any) -> None:
@@ -276,7 +277,7 @@ def test_caller_of_a_request() -> None:
 
     assert caller_of(None).kind == "local"
     assert caller_of(Request(None)).kind == "anonymous"
-    static = httpauth.CallerVerifier(NamedTokens("s" * 32), None, ["tools"]).static_token("s" * 32)
+    static = httptokens.CallerVerifier(NamedTokens("s" * 32), None, ["tools"]).static_token("s" * 32)
     assert static is not None and static.scopes == ["tools"]
     assert caller_of(Request(AuthenticatedUser(static))) == Caller(kind="token", token_name="default")
     access = AccessToken(
@@ -310,13 +311,13 @@ async def test_a_verified_jwt_is_remembered_until_its_exp_and_within_a_bound(
     rsa_key: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tokens = await Issuer((rsa_key, "k1", None)).tokens()
-    soon = sign(rsa_key, exp=int(time.time()) - httpauth.LEEWAY_SECONDS + 1)
+    soon = sign(rsa_key, exp=int(time.time()) - httptokens.LEEWAY_SECONDS + 1)
     assert (await tokens.verify(soon)).subject == "alice"
     assert (await tokens.verify(soon)).subject == "alice"  # remembered
     time.sleep(1.1)
     with pytest.raises(TokenRefused, match="has expired"):
         await tokens.verify(soon)
-    monkeypatch.setattr(httpauth, "VERIFIED_BYTES", 2000)
+    monkeypatch.setattr(httptokens, "VERIFIED_BYTES", 2000)
     for index in range(20):
         await tokens.verify(sign(rsa_key, jti=str(index)))
     assert 0 < len(tokens._verified) < 20 and tokens._verified_bytes <= 2000

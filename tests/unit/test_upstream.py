@@ -339,7 +339,7 @@ async def test_a_tools_list_that_pages_forever_is_cut_off() -> None:
     from mcp.server.lowlevel import Server
     from mcp.shared.message import SessionMessage
 
-    from awf_mcp.wire.client import MAX_LISTED_TOOLS, Transcript, UpstreamConnection
+    from awf_mcp.wire.clientsession import MAX_LISTED_TOOLS, Transcript, UpstreamConnection
 
     async def endless(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         page = int(params.cursor) if params is not None and params.cursor else 0
