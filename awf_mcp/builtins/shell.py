@@ -57,7 +57,7 @@ from awf_mcp.builtins.limits import BASH_DEFAULT_TIMEOUT, BASH_KILL_GRACE, BASH_
 from awf_mcp.builtins.outputs import OutputDir, StreamLog, render_streams
 from awf_mcp.builtins.sandbox import Sandbox
 from awf_mcp.ports import CallContext, ToolError, ToolResult, current_call
-from awf_mcp.processes import children
+from awf_mcp.processes import children, leftovers
 from awf_mcp.processes.childenv import child_environment
 from awf_mcp.processes.containment.asking import HostQuestions
 from awf_mcp.processes.containment.plan import Confinement, SandboxUnavailable, prepare
@@ -217,7 +217,7 @@ class ShellRunner:
                 stdout.close()
                 stderr.close()
                 if self._subreaper and process.returncode == -signal.SIGKILL:
-                    await anyio.to_thread.run_sync(children.end_marked, CALL_MARKER, marker, process.pid)
+                    await anyio.to_thread.run_sync(leftovers.end_marked, CALL_MARKER, marker, process.pid)
         note = None
         if confinement is not None and (outcome != "exited" or process.returncode != 0):
             start, end, _whole = stderr.text()
@@ -335,7 +335,7 @@ class ShellRunner:
                     if self._subreaper and process.returncode == -signal.SIGKILL:
                         # The keeper was killed before it could clean up: end what it left
                         # (it may hold the pipes open).
-                        await anyio.to_thread.run_sync(children.end_marked, CALL_MARKER, marker, process.pid)
+                        await anyio.to_thread.run_sync(leftovers.end_marked, CALL_MARKER, marker, process.pid)
             watchers.cancel_scope.cancel()
         if not deadline.cancelled_caught:
             return "exited"
@@ -362,7 +362,7 @@ class ShellRunner:
         self._lingering.clear()
         if self._subreaper:
             for call in range(1, self._calls + 1):
-                children.end_marked(CALL_MARKER, f"{os.getpid()}-{call}")
+                leftovers.end_marked(CALL_MARKER, f"{os.getpid()}-{call}")
 
 
 def _result(

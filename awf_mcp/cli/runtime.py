@@ -208,7 +208,7 @@ async def start_servers(
 
 
 async def _sign_in_without_browser(spec: ServerSpec, show: Callable[[str], None]) -> None:
-    """:func:`awf_mcp.wire.oauth.sign_in_without_browser`, imported only when a sign-in starts."""
+    """:func:`awf_mcp.wire.oauthsignin.sign_in_without_browser`, imported only when a sign-in starts."""
     from awf_mcp.wire.oauthsignin import sign_in_without_browser
 
     await sign_in_without_browser(spec, show)

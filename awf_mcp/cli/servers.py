@@ -2,7 +2,7 @@
 ``servers logout NAME`` and ``servers import claude|gemini|codex [--write]``.
 
 ``servers login NAME [--no-browser] [--timeout S]`` signs in to an ``auth = "oauth"`` server
-(:func:`awf_mcp.wire.oauth.sign_in`): the URL to open is printed on stdout, on a line of its
+(:func:`awf_mcp.wire.oauthsignin.sign_in`): the URL to open is printed on stdout, on a line of its
 own (and opened in the browser unless ``--no-browser``); exit 0 once signed in, 1 with one
 sentence on a denial, a timeout or a state mismatch. ``servers logout NAME`` forgets the
 tokens and revokes them where the server supports it (:func:`awf_mcp.wire.oauth.sign_out`).

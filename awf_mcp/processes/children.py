@@ -320,14 +320,6 @@ def _kill(pid: int, signum: int) -> bool:
     return True
 
 
-def _wait(pid: int, options: int) -> bool:
-    try:
-        os.waitpid(pid, options)
-    except ChildProcessError:
-        return False
-    return True
-
-
 def descendants(pid: int) -> list[int]:
     """Every live process below ``pid`` (through ``/proc``), parents before children."""
     parents: dict[int, int] = {}
@@ -387,54 +379,6 @@ def end_descendants(grace: float = DEFAULT_GRACE) -> None:
             _kill(pid, signum)
         time.sleep(pause)
         pause = min(pause * 2, _POLL)
-
-
-def _environment_has(pid: int, entry: bytes) -> bool:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as environ:
-            return entry in environ.read().split(b"\0")
-    except OSError:
-        return False
-
-
-def _reap_group_zombies(group: int) -> None:
-    """Reap the exited children of this process that were in process group ``group``."""
-    me = str(os.getpid()).encode()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat_file:
-                state, parent, pgrp = stat_file.read().rsplit(b")", 1)[1].split()[:3]
-        except (OSError, ValueError):
-            continue
-        if state == b"Z" and parent == me and int(pgrp) == group:
-            _wait(int(entry), os.WNOHANG)
-
-
-def end_marked(name: str, value: str, group: int | None = None) -> int:
-    """SIGKILL and reap every descendant of this process whose environment holds ``name=value``.
-
-    The backstop for a keeper that was itself killed: its detached processes were
-    reparented to this process (a subreaper, see :func:`become_subreaper`). Only
-    processes carrying the marker are touched, and only they are reaped (by pid),
-    so other children and their owners' waits are left alone. With ``group``
-    (the dead keeper's process group), the exited processes of that group that were
-    reparented here are reaped too. Returns how many were killed.
-    """
-    entry = f"{name}={value}".encode()
-    killed = 0
-    for _round in range(50):
-        marked = [pid for pid in descendants(os.getpid()) if _environment_has(pid, entry)]
-        if not marked:
-            break
-        for pid in marked:
-            killed += _kill(pid, signal.SIGKILL)
-        for pid in marked:
-            _wait(pid, 0)  # fails quietly for one not our child (yet): its parent dies first
-    if group is not None:
-        _reap_group_zombies(group)
-    return killed
 
 
 class _Stop(Exception):

@@ -17,13 +17,13 @@ port) through which the core asks the client, on whichever protocol family the c
   name and arguments, ten minutes to live), so a client can neither read nor forge it, nor move it to another
   call.
 
-On the stateless revision the channel is also the call's :class:`~awf_mcp.ports.RequestLog`:
+On the stateless revision the channel is also the call's :class:`~awf_mcp.core.clientchannel.RequestLog`:
 the log level the request's ``_meta`` asked for (``io.modelcontextprotocol/logLevel``), and the
 log messages of the upstreams it reaches sent on its own response stream, at that level and
 above (the SDK drops the rest). Up to 2025-11-25 it has no level: log messages go to the
 connections that set one with ``logging/setLevel`` (:mod:`awf_mcp.wire.offerings`).
 
-The channel is also the call's :class:`~awf_mcp.ports.ElicitationCompletion`: on 2025-11-25,
+The channel is also the call's :class:`~awf_mcp.core.clientchannel.ElicitationCompletion`: on 2025-11-25,
 ``notifications/elicitation/complete`` goes on the session's own channel (stdout, or the HTTP
 session's standalone GET stream), bounded to :data:`NOTIFY_SECONDS`; earlier revisions lack
 the notification and the stateless revision removed it, so nothing is sent there.

@@ -173,4 +173,4 @@ SignIn = Callable[[ServerSpec, Callable[[str], None]], Awaitable[None]]
 """Signs in to an ``auth = "oauth"`` server without opening a browser: gives the authorization URL
 to the callable, waits for the redirect on a loopback callback of its own and stores the tokens;
 raises :class:`UpstreamFailure` with one sentence (the CLI runtime passes
-:func:`awf_mcp.wire.oauth.sign_in_without_browser`)."""
+:func:`awf_mcp.wire.oauthsignin.sign_in_without_browser`)."""
