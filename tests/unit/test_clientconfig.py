@@ -337,16 +337,21 @@ def test_codex_quoted_header_is_recognised(dirs: tuple[Path, Path]) -> None:
     assert data["mcp_servers"]["awf"]["command"] == COMMAND[0]
 
 
-def test_codex_inline_definition_is_refused_untouched(dirs: tuple[Path, Path]) -> None:
+@pytest.mark.parametrize(
+    "original",
+    ['# mine\n[mcp_servers]\nawf = { command = "x" }\n', '# mine\nmcp_servers.awf.command = "x"\n'],
+)
+def test_codex_inline_or_dotted_definition_is_rewritten(dirs: tuple[Path, Path], original: str) -> None:
     cwd, _ = dirs
     config = cwd / ".codex" / "config.toml"
     config.parent.mkdir()
-    original = '[mcp_servers]\nawf = { command = "x" }\n'
     config.write_text(original)
-    with pytest.raises(UserError, match=r"without a \[mcp_servers\.awf\] table"):
-        write("codex", dirs)
-    assert config.read_text() == original
-    assert not config.with_name("config.toml.bak").exists()
+    write("codex", dirs)
+    text = config.read_text()
+    assert text.startswith("# mine\n")
+    assert tomllib.loads(text)["mcp_servers"]["awf"]["command"] == COMMAND[0]
+    assert config.with_name("config.toml.bak").read_text() == original
+    assert write("codex", dirs).changed == []
 
 
 def test_codex_multiline_string_that_looks_like_a_header_is_not_a_header(dirs: tuple[Path, Path]) -> None:
