@@ -4,8 +4,9 @@ Contract
 --------
 :func:`splice` takes a file's text, the data it holds and the data it should hold, and
 returns the text with only the changed spans rewritten: a changed value is replaced where
-it stands, a new member (or list item) is inserted after the last one of its object (or
-list), and a member (or item) that goes is cut out with its comma. Everything else
+it stands (an object, or a list of the same length, is changed member by member), a new
+member (or list item) is inserted after the last one of its object (or list), and a member
+(or item) that goes is cut out with its comma. Everything else
 (comments, trailing commas, indentation, line breaks, key order) stays byte for byte, and
 text with no change of data is returned as it is. The file's own style is followed: its
 indentation unit (tabs or spaces), whether its objects end with a trailing comma, and
@@ -216,6 +217,10 @@ def _change(style: _Style, node: _Node, old: Any, new: Any, splices: list[Splice
         _rework(style, node, gone, [_member(style, node, k, v) for k, v in added], splices)
         return
     if isinstance(old, list) and isinstance(new, list) and not node.is_object and node.entries is not None:
+        if len(new) == len(old) == len(node.entries):
+            for entry, was, wanted in zip(node.entries, old, new, strict=True):
+                _change(style, entry.value, was, wanted, splices)
+            return
         if new[: len(old)] == old:
             added_items = [_item(style, node, value) for value in new[len(old) :]]
             _rework(style, node, [], added_items, splices)
@@ -294,9 +299,11 @@ def _rework(style: _Style, node: _Node, gone: list[_Entry], added: list[str], sp
     for entry in gone:
         splices.append(_cut(style, entry))
     if kept and entries[-1] in gone and not trailing_comma and not added:
+        # The last entry goes: so does the comma before it, and the blanks after that comma.
         comma = kept[-1].comma
         assert comma is not None
-        splices.append((comma, comma + 1, ""))
+        blanks = re.compile(r"[ \t]*").match(text, comma + 1)
+        splices.append((comma, blanks.end() if blanks else comma + 1, ""))
     if not added:
         return
     if not kept:
