@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import tomlkit
-from tomlkit.container import Container
+from tomlkit.container import Container, OutOfOrderTableProxy
 from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import AoT, Comment, InlineTable, Item, Null, Table, Whitespace
 
@@ -133,7 +133,7 @@ def _edit(where: Path, what: str, old: str | None, change: Any, wanted: Any) -> 
         change(document)
         new = document.as_string()
         after = tomllib.loads(new)
-    except (TOMLKitError, tomllib.TOMLDecodeError, TypeError, ValueError) as exc:
+    except (TOMLKitError, tomllib.TOMLDecodeError, LookupError, TypeError, ValueError) as exc:
         raise UserError(f"{refusal} ({exc})") from None
     if after != expected:
         raise UserError(refusal)
@@ -252,7 +252,7 @@ def _table_at(document: Container, keys: Sequence[str]) -> Any:
     """The item at KEYS in DOCUMENT, or None."""
     node: Any = document
     for key in keys:
-        if not isinstance(node, Container | Table | InlineTable) or key not in node:
+        if not isinstance(node, Container | Table | InlineTable | OutOfOrderTableProxy) or key not in node:
             return None
         node = node[key]
     return node
@@ -345,10 +345,8 @@ def toml_remove_tables(keys: Sequence[str], names: Sequence[str]) -> TextEdit:
         for name in names:
             if name in parent:
                 _remove(document, parent, name)
-        if not parent and isinstance(parent, Table):
-            _remove(document, _table_at(document, keys[:-1]), keys[-1], emptied=True)
-        elif not parent:
-            del _table_at(document, keys[:-1])[keys[-1]]
+        if not _table_at(document, keys):
+            _remove_emptied(_body(_table_at(document, keys[:-1])), keys[-1])
 
     def apply(old: str | None, where: Path) -> str:
         return _edit(where, f"[{dotted}]", old, change, wanted)
@@ -356,10 +354,25 @@ def toml_remove_tables(keys: Sequence[str], names: Sequence[str]) -> TextEdit:
     return apply
 
 
-def _remove(document: Container, parent: Any, name: str, *, emptied: bool = False) -> None:
+def _remove_emptied(container: Container | None, name: str) -> None:
+    """Remove CONTAINER's table NAME, which holds no keys any more, in every part it is split
+    into; the comments left in each part stay in its place."""
+    if container is None:
+        return
+    parts = [
+        (index, "".join(entry.as_string() for key, entry in item.value.body if key is None))
+        for index, (key, item) in enumerate(container.body)
+        if key is not None and key.key == name and isinstance(item, Table)
+    ]
+    container.remove(name)
+    for index, text in parts:
+        if text:
+            container.body[index] = (None, tomlkit.ws(text))
+
+
+def _remove(document: Container, parent: Any, name: str) -> None:
     """Remove PARENT's table NAME; the comments that trailed it (they lead the next table) take
-    its place in the text. EMPTIED: NAME holds no keys any more, and every comment left in it
-    stays."""
+    its place in the text."""
     table = parent[name]
     slot = next(
         (
@@ -370,13 +383,14 @@ def _remove(document: Container, parent: Any, name: str, *, emptied: bool = Fals
         ),
         None,
     )
-    if emptied:
-        kept = [(None, item) for key, item in table.value.body if key is None and not isinstance(item, Null)]
-    else:
-        kept = _take_trailing(table)
-    del parent[name]
-    if slot is not None and kept:
-        body, index = slot
+    kept = _take_trailing(table)
+    if slot is None:
+        del parent[name]
+        return
+    body, index = slot
+    # Removed from the container that holds it, also when PARENT is split around other tables.
+    body.remove(name)
+    if kept:
         # tomlkit leaves a removed entry's slot keyless and empty: the indices of the keys stay right.
         body.body[index] = (None, tomlkit.ws("".join(item.as_string() for _, item in kept)))
 

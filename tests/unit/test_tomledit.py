@@ -135,3 +135,15 @@ def test_added_tables_go_at_the_end_and_an_unchanged_file_comes_back_as_it_was()
     new = add(old, WHERE)
     assert new == old + '\n[servers.docs]\ncommand = "docs"\nargs = ["--stdio"]\n'
     assert add(new, WHERE) is new
+
+
+def test_a_table_of_tables_split_around_others_is_edited_in_each_part() -> None:
+    old = (
+        '[mcp_servers.a]\ncommand = "a"\n\n# about f\n[f]\nx = 1\n\n'
+        '[mcp_servers.awf]\ncommand = "old"  # mine\n\n# about g\n[g]\ny = 2\n'
+    )
+    changed = tomledit.toml_set_table(("mcp_servers", "awf"), {"command": "x"})(old, WHERE)
+    assert changed == old.replace('"old"', '"x"')
+    removed = tomledit.toml_remove_tables(("mcp_servers",), ["a", "awf"])(old, WHERE)
+    assert tomllib.loads(removed) == {"f": {"x": 1}, "g": {"y": 2}}
+    assert "# about f\n[f]\n" in removed and "# about g\n[g]\n" in removed
