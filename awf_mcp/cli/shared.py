@@ -95,6 +95,7 @@ class SharedServer:
         self.started = datetime.now(UTC)
         self.idle_seconds = IDLE_SECONDS
         self.idle_since: float | None = time.monotonic()
+        self.inode = os.stat(path).st_ino
 
     def serve_forever(self) -> NoReturn:
         wakeup_read, wakeup_write = os.pipe()
@@ -240,7 +241,7 @@ class SharedServer:
 
     def exit(self, code: int) -> NoReturn:
         with contextlib.suppress(OSError):
-            if os.stat(self.path).st_ino == os.fstat(self.listener.fileno()).st_ino:
+            if os.stat(self.path).st_ino == self.inode:  # unless a newer server took the name
                 os.unlink(self.path)
         os._exit(code)
 
@@ -312,6 +313,7 @@ def _run_session(
         os.environ.update({str(k): str(v) for k, v in dict(hello["env"]).items()})
         os.environ[shim.REPORT_VARIABLE] = str(reports)
         connection.settimeout(None)
+        shim.hold_session_control(connection)
         _watch(connection, lifeline)
         from awf_mcp.cli.main import dispatch
 
@@ -327,8 +329,7 @@ def _run_session(
         with contextlib.suppress(Exception):
             sys.stdout.flush()
             sys.stderr.flush()
-        with contextlib.suppress(OSError):
-            connection.sendall(json.dumps({"exit": code}).encode() + b"\n")
+        shim.end_session(code)
         os._exit(code)
 
 
@@ -349,10 +350,7 @@ def _watch(connection: socket.socket, lifeline: int) -> None:
                 if said == b"s"
                 else "the shared awf-mcp server ended (killed?)"
             )
-            message = f"awf-mcp: {why}; this session is over, and the next one starts a new server"
-            with contextlib.suppress(OSError):
-                connection.sendall(json.dumps({"exit": 1, "message": message}).encode() + b"\n")
-                connection.shutdown(socket.SHUT_RDWR)
+            shim.end_session(1, f"awf-mcp: {why}; this session is over, and the next one starts a new server")
         os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=watch, name="awf-mcp shim watch", daemon=True).start()
