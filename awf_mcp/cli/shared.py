@@ -390,6 +390,10 @@ def main(path: str) -> NoReturn:
     for module in PRELOADED:
         with contextlib.suppress(ImportError):
             importlib.import_module(module)
+    from awf_mcp.core.plugins import entry_points
+
+    with contextlib.suppress(Exception):  # a session reports a broken install itself
+        entry_points()  # scanned once here, not by every session
     listener = _listen(path)
     if listener is None:
         os._exit(0)
