@@ -390,10 +390,17 @@ def main(path: str) -> NoReturn:
     for module in PRELOADED:
         with contextlib.suppress(ImportError):
             importlib.import_module(module)
+    from awf_mcp.cli.options import serve_parser
     from awf_mcp.core.plugins import entry_points
+
+    serve_parser()
 
     with contextlib.suppress(Exception):  # a session reports a broken install itself
         entry_points()  # scanned once here, not by every session
+    import gc
+
+    gc.collect()
+    gc.freeze()  # what is loaded now stays out of every collection: sessions share its pages
     listener = _listen(path)
     if listener is None:
         os._exit(0)
