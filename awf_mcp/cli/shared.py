@@ -28,6 +28,7 @@ here: this process starts no thread and no event loop; each session starts its o
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import importlib
@@ -329,6 +330,8 @@ def _run_session(
         with contextlib.suppress(Exception):
             sys.stdout.flush()
             sys.stderr.flush()
+        with contextlib.suppress(BaseException):
+            atexit._run_exitfuncs()  # what the session registered: its temporary directories go
         shim.end_session(code)
         os._exit(code)
 
