@@ -511,19 +511,33 @@ def executed_files(fields: Mapping[str, Any], path: Path) -> dict[str, str]:
     return found
 
 
-def load(options: ServeOptions | None = None, *, cwd: str | None = None) -> Settings:
+def own_config_file(options: ServeOptions, workdir: Path) -> str | None:
+    """The config file ``load`` reads when it is the user's own (:func:`awf_mcp.core.trust.is_users_own`)."""
+    found = find_config(options, workdir)
+    if found is None or not trust.is_users_own(found[0], named=found[1], cwd=workdir):
+        return None
+    return str(found[0].resolve())
+
+
+def activate_sandbox(settings: Settings, options: ServeOptions, workdir: Path) -> None:
+    """Make ``settings``' ``[sandbox]`` the process's policy (:func:`load` does, unless ``quiet``)."""
+    activate(settings.sandbox, settings.roots, own_config_file(options, workdir))
+
+
+def load(options: ServeOptions | None = None, *, cwd: str | None = None, quiet: bool = False) -> Settings:
     """Merge the config file (``options.config``, else ``./awf-mcp.toml`` if present) with the flags.
 
     Flags win over the file; ``only`` and ``exclude`` add to the file's lists. Relative
     paths on the command line are relative to ``cwd`` (default: the working directory).
     A file that is not the user's own and not approved (:mod:`awf_mcp.core.trust`) is not
     used at all: it is described in :attr:`Settings.ignored_config` and on stderr, once.
+    ``quiet`` (a live reload, :mod:`awf_mcp.core.reload`) says nothing and leaves the process's
+    sandbox policy as it is (:func:`activate_sandbox` makes it the policy later).
     """
     workdir = Path(cwd or os.getcwd())
     settings = Settings()
     options = options or ServeOptions()
     config_file = find_config(options, workdir)
-    own_config = None
     if config_file is not None:
         path, named = config_file
         raw = trust.read_bounded(path)
@@ -538,13 +552,12 @@ def load(options: ServeOptions | None = None, *, cwd: str | None = None) -> Sett
             if isinstance(fields, ConfigError):
                 raise fields
             settings = replace(settings, **fields)
-            if trust.is_users_own(path, named=named, cwd=workdir):
-                own_config = str(path.resolve())
         else:
             would = tuple(describe(fields)) if isinstance(fields, dict) else (f"not even load: {fields}",)
             ignored = IgnoredConfig(verdict, would)
             settings = replace(settings, ignored_config=ignored)
-            _notice_once(ignored)
+            if not quiet:
+                _notice_once(ignored)
 
     overrides: dict[str, Any] = {}
     if options.roots:
@@ -572,5 +585,6 @@ def load(options: ServeOptions | None = None, *, cwd: str | None = None) -> Sett
     for root in settings.roots:
         if not Path(root).is_dir():
             raise ConfigError(f"root directory {root} does not exist or is not a directory; pass --root DIR")
-    activate(settings.sandbox, settings.roots, own_config)
+    if not quiet:
+        activate_sandbox(settings, options, workdir)
     return settings
