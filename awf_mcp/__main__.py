@@ -21,6 +21,11 @@ if sys.argv[1:2] == ["__awf_mcp_keeper__"]:
 
     run_frozen_keeper(sys.argv[2:])
 
+if sys.argv[1:2] == ["__awf_mcp_shared__"] and len(sys.argv) == 3:
+    from awf_mcp.cli.shared import main as run_shared_server
+
+    run_shared_server(sys.argv[2])
+
 from awf_mcp.cli.main import main
 
 if __name__ == "__main__":

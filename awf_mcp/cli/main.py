@@ -25,9 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from awf_mcp import __version__
-from awf_mcp.cli.options import log_level, parse_serve
-from awf_mcp.errors import AwfError, UserError
-from awf_mcp.ports import inert_text
 
 
 def exit_now_if_threads_linger(code: int) -> None:
@@ -49,14 +46,20 @@ TERMINAL_NOTE = (
 
 def serve(argv: Sequence[str]) -> None:
     """``awf-mcp serve ARGV...``: parse, load plugins, serve until EOF or a signal, exit."""
+    from awf_mcp.cli.options import log_level, parse_serve
+
     options, launch = parse_serve(argv)
     from awf_mcp.core import config
     from awf_mcp.core.observability import configure_logging
+    from awf_mcp.errors import UserError
 
     configure_logging(log_level(launch), launch.log_format, launch.log_file)
     if launch.transport == "stdio" and sys.stdin.isatty():
         print(TERMINAL_NOTE, file=sys.stderr, flush=True)
     settings = config.load(options)
+    from awf_mcp.cli import shim
+
+    shim.report(settings)  # in a session of the shared server: its [shared] settings
     if settings.servers and launch.transport == "stdio":  # before the imports below: starts overlap
         from awf_mcp.core.servers import launch_early
 
@@ -212,9 +215,24 @@ def remove_the_bundle_if_orphaned() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Console-script entry point: ``serve`` here, every other command through Typer."""
+    """Console-script entry point: ``serve`` through the shared server (:mod:`awf_mcp.cli.shim`,
+    standard library only until it connects) or here, every other command through Typer."""
     follow_the_bootloader()
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["serve"] and not {"-h", "--help"} & set(args[1:]):
+        from awf_mcp.cli import shim
+
+        if shim.wanted(args[1:]):
+            shim.run(args[1:])  # returns only when the shared server cannot be used
+    dispatch(args)
+
+
+def dispatch(args: list[str]) -> None:
+    """Run ``awf-mcp ARGS`` in this process: ``serve`` here, every other command through Typer;
+    an :class:`~awf_mcp.errors.AwfError` becomes its one line on stderr and its exit code."""
+    from awf_mcp.errors import AwfError
+    from awf_mcp.ports import inert_text
+
     try:
         if args[:1] == ["serve"] and not {"-h", "--help"} & set(args[1:]):
             serve(args[1:])

@@ -158,6 +158,12 @@ LAUNCH: tuple[Option, ...] = (
     ),
     Option("debug", "--debug", bool, "Log tracebacks of failing tools to stderr."),
     Option(
+        "no_shared",
+        "--no-shared",
+        bool,
+        "stdio: serve in this process, not through the user's shared awf-mcp (as AWF_MCP_SHARED=0).",
+    ),
+    Option(
         "transport",
         "--transport",
         str,
@@ -265,6 +271,7 @@ class LaunchOptions:
     log_file: str | None = None
     audit_log: str | None = None
     debug: bool = False
+    no_shared: bool = False
     transport: Literal["stdio", "http"] = "stdio"
     host: str = "127.0.0.1"
     port: int = 8765

@@ -19,7 +19,7 @@ Contract
 * The ledger is ``$XDG_STATE_HOME/awf-mcp/native-tools.json`` (default
   ``~/.local/state``), keyed by the edited file's absolute path.
 
-Standard library only.
+TOML through ``tomlkit`` (:mod:`.tomledit`); otherwise the standard library only.
 """
 
 from __future__ import annotations
@@ -29,23 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from awf_mcp.clients.clientprofiles import ClientProfile, NativeTools, profiles
-from awf_mcp.clients.editors import (
-    Edit,
-    WriteReport,
-    add_to_list,
-    apply_edits,
-    atomic_write,
-    dump_json,
-    json_edit,
-    lookup,
-    nest,
-    parse_json,
-    parse_toml,
-    read,
-    remove_from_list,
-    toml_set_keys,
-    toml_table,
-)
+from awf_mcp.clients.editors import Edit, WriteReport, apply_edits, atomic_write, lookup, read
+from awf_mcp.clients.jsonedit import add_to_list, dump_json, json_edit, nest, parse_json, remove_from_list
+from awf_mcp.clients.tomledit import parse_toml, toml_set_keys, toml_table
 from awf_mcp.errors import UserError
 
 LEDGER_NAME = "native-tools.json"

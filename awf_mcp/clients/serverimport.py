@@ -36,7 +36,7 @@ Contract
   project file, and ``./awf-mcp.toml`` when no ``--config`` names it, are project files:
   one that is a symbolic link is refused (see :func:`awf_mcp.clients.editors.writable_target`).
 
-Standard library only.
+TOML is written through ``tomlkit`` (:mod:`.tomledit`).
 """
 
 from __future__ import annotations
@@ -49,20 +49,9 @@ from typing import Any
 
 from awf_mcp.clients import clientconfig
 from awf_mcp.clients.clientprofiles import ServerEntry
-from awf_mcp.clients.editors import (
-    Edit,
-    TextEdit,
-    apply_edits,
-    dump_json,
-    lookup,
-    parse_json,
-    parse_toml,
-    read,
-    toml_key,
-    toml_replace_table,
-    toml_table,
-    writable_target,
-)
+from awf_mcp.clients.editors import Edit, TextEdit, apply_edits, lookup, read, writable_target
+from awf_mcp.clients.jsonedit import dump_json, parse_json
+from awf_mcp.clients.tomledit import toml_add_tables, toml_remove_tables, toml_table
 from awf_mcp.errors import UserError
 
 IMPORT_CLIENTS = ("claude", "gemini", "codex")
@@ -198,21 +187,11 @@ def toml_tables(servers: Mapping[str, tuple[str, Mapping[str, Any]]]) -> str:
 def _without(client: str, names: list[str]) -> TextEdit:
     """An edit of CLIENT's server file that removes the servers NAMES."""
 
+    if client == "codex":
+        return toml_remove_tables(("mcp_servers",), names)
+
     def apply(old: str | None, path: Path) -> str:
-        text = old or ""
-        if client == "codex":
-            before = parse_toml(text, path)
-            for name in names:
-                header = f"[mcp_servers.{toml_key(name)}]\n"
-                text = toml_replace_table(("mcp_servers", name), header)(text, path).replace(header, "", 1)
-            expected = dict(before)
-            expected["mcp_servers"] = {k: v for k, v in before["mcp_servers"].items() if k not in names}
-            if not expected["mcp_servers"]:
-                del expected["mcp_servers"]
-            if parse_toml(text, path) != expected:
-                raise UserError(f"{path}: could not remove the imported servers cleanly; not touching it")
-            return text
-        data = parse_json(text, path)
+        data = parse_json(old or "", path)
         for name in names:
             data["mcpServers"].pop(name, None)
         return dump_json(data) + "\n"
@@ -220,18 +199,14 @@ def _without(client: str, names: list[str]) -> TextEdit:
     return apply
 
 
-def _appended(tables: str, check: SettingsCheck | None) -> TextEdit:
-    """An edit that appends TABLES to an awf-mcp TOML file, refused unless the result loads."""
+def _appended(servers: Mapping[str, tuple[str, Mapping[str, Any]]], check: SettingsCheck | None) -> TextEdit:
+    """An edit that appends the ``[servers.NAME]`` tables of SERVERS to an awf-mcp TOML file,
+    refused unless the result loads."""
+    add = toml_add_tables(("servers",), {name: table for name, (_, table) in servers.items()})
 
     def apply(old: str | None, path: Path) -> str:
-        existing = old or ""
-        new = existing.rstrip("\n") + "\n\n" + tables if existing.strip() else tables
-        try:
-            data = tomllib.loads(new)
-        except tomllib.TOMLDecodeError as exc:
-            raise UserError(
-                f"{path} would not be valid TOML after the import ({exc}); nothing written"
-            ) from None
+        new = add(old, path)
+        data = tomllib.loads(new)
         if check is not None:
             try:
                 check(data, path)
@@ -325,7 +300,7 @@ def import_servers(
     if not servers and not moved:
         return "\n".join([*out, "nothing imported"])
     imported = [agent for name, (agent, _) in servers.items() if name not in waiting] + moved
-    appended = _appended(tables, check)
+    appended = _appended(servers, check)
     if servers:
         appended(existing_text or None, target)  # refused here, before TOOLS starts anything
     agent_format = clientconfig.PROFILES[client].format

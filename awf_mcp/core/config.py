@@ -62,6 +62,7 @@ _EXTENDED_KEYS = {
     "http",
     "sandbox",
     "discovery",
+    "shared",
 }
 _SERVER_KEYS = {"servers", "mcpServers"}
 _SELECTION_KEYS = {"plugin", "expose"}
@@ -227,6 +228,8 @@ class Settings:
     """The ``[sandbox]`` table: how Bash, its jobs and stdio upstreams are contained."""
     discovery: Discovery = field(default_factory=Discovery)
     """The ``[discovery]`` table: which tools a client that loads every tool is offered."""
+    shared_idle_seconds: float | None = None
+    """``[shared] idle_seconds``: how long the shared server outlives its last session."""
 
     def settings_for(self, plugin: str) -> dict[str, Any]:
         """Plugin ``plugin``'s settings: its config table, overridden by its environment variables."""
@@ -361,6 +364,8 @@ def parse_settings(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
             fields["sandbox"] = policy_from(parse_table(data["sandbox"], f"[sandbox] of {path}"))
         if "discovery" in data:
             fields["discovery"] = discovery.parse_table(data["discovery"], f"[discovery] of {path}")
+        if "shared" in data:
+            fields["shared_idle_seconds"] = _shared_idle_seconds(data["shared"], f"[shared] of {path}")
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     if "http" in data:
@@ -386,6 +391,21 @@ def parse_settings(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
             "EMPTY_PROXY",
         )
     return fields
+
+
+def _shared_idle_seconds(table: object, where: str) -> float | None:
+    """The checked ``idle_seconds`` of a ``[shared]`` table (the only key it has)."""
+    if not isinstance(table, Mapping):
+        raise ValueError(f"{where} must be a table")
+    unknown = sorted(set(table) - {"idle_seconds"})
+    if unknown:
+        raise ValueError(f"unknown key {unknown[0]!r} in {where}; allowed keys: idle_seconds")
+    seconds = table.get("idle_seconds")
+    if seconds is None:
+        return None
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds <= 86400:
+        raise ValueError(f"idle_seconds in {where} must be a number of seconds from 0 to 86400")
+    return float(seconds)
 
 
 def sandbox_widening(policy: SandboxPolicy, subject: str = "Bash and the upstream servers") -> list[str]:

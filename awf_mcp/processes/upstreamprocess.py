@@ -73,6 +73,11 @@ def launch_key(
     )
 
 
+UPSTREAM_VARIABLE = "AWF_MCP_UPSTREAM"
+"""Set in every stdio upstream's environment (and its keeper's) to the server's name: how the
+shared server counts the upstream processes its sessions run (``awf-mcp daemon status``)."""
+
+
 def spawn(
     command: str,
     args: Sequence[str],
@@ -93,7 +98,7 @@ def spawn(
     executable = command if os.sep in command else shutil.which(command, path=env.get("PATH"))
     if not executable:
         raise FileNotFoundError(f"command '{command}' was not found on PATH")
-    argv, environment = [executable, *args], dict(env)
+    argv, environment = [executable, *args], {**env, UPSTREAM_VARIABLE: server or os.path.basename(command)}
     if sys.platform.startswith("linux"):
         confinement = prepare("server", server=server or os.path.basename(command), table=sandbox)
         argv, environment = children.kept_command(

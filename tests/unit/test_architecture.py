@@ -29,7 +29,7 @@ def test_serve_never_imports_typer_or_rich(tmp_path: Path) -> None:
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        env=server_env(),
+        env=server_env({"AWF_MCP_SHARED": "0"}),
         timeout=60,
     )
     assert result.returncode == 0, result.stderr

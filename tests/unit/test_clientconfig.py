@@ -16,6 +16,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from awf_mcp.clients import clientconfig as cc
+from awf_mcp.clients.jsonedit import loads_json
 from awf_mcp.errors import UserError
 from tests.helpers.harness import server_command, server_env
 
@@ -337,16 +338,21 @@ def test_codex_quoted_header_is_recognised(dirs: tuple[Path, Path]) -> None:
     assert data["mcp_servers"]["awf"]["command"] == COMMAND[0]
 
 
-def test_codex_inline_definition_is_refused_untouched(dirs: tuple[Path, Path]) -> None:
+@pytest.mark.parametrize(
+    "original",
+    ['# mine\n[mcp_servers]\nawf = { command = "x" }\n', '# mine\nmcp_servers.awf.command = "x"\n'],
+)
+def test_codex_inline_or_dotted_definition_is_rewritten(dirs: tuple[Path, Path], original: str) -> None:
     cwd, _ = dirs
     config = cwd / ".codex" / "config.toml"
     config.parent.mkdir()
-    original = '[mcp_servers]\nawf = { command = "x" }\n'
     config.write_text(original)
-    with pytest.raises(UserError, match=r"without a \[mcp_servers\.awf\] table"):
-        write("codex", dirs)
-    assert config.read_text() == original
-    assert not config.with_name("config.toml.bak").exists()
+    write("codex", dirs)
+    text = config.read_text()
+    assert text.startswith("# mine\n")
+    assert tomllib.loads(text)["mcp_servers"]["awf"]["command"] == COMMAND[0]
+    assert config.with_name("config.toml.bak").read_text() == original
+    assert write("codex", dirs).changed == []
 
 
 def test_codex_multiline_string_that_looks_like_a_header_is_not_a_header(dirs: tuple[Path, Path]) -> None:
@@ -506,6 +512,47 @@ def run_config(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess
         timeout=120,
         check=False,
     )
+
+
+def test_cli_writes_vscodes_own_file_keeping_its_comments(tmp_path: Path) -> None:
+    """``awf-mcp config vscode --write``, the real command, on VS Code's own JSONC files."""
+    data = Path(__file__).resolve().parent.parent / "data" / "vscode"
+    cwd, home = tmp_path / "project", tmp_path / "home"
+    (cwd / ".vscode").mkdir(parents=True)
+    home.mkdir()
+    path = cwd / ".vscode" / "mcp.json"
+    # VS Code's mcp.json, with a comment and a trailing comma as a user might add them.
+    original = (
+        (data / "mcp.json")
+        .read_text()
+        .replace('\t"inputs": []\n', '\t// prompts for secrets\n\t"inputs": [],\n')
+    )
+    path.write_text(original)
+    env = server_env(
+        {
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_STATE_HOME": str(home / ".local" / "state"),
+            "XDG_DATA_HOME": str(home / ".local" / "share"),
+        }
+    )
+    command = server_command("config", "vscode", "--write", "--only", "Read")
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert f"updated {path}" in done.stdout
+    text = path.read_text()
+    assert '\t// prompts for secrets\n\t"inputs": [],\n}\n' in text
+    assert text.startswith(original.split("\t\t}\n\t},")[0] + '\t\t},\n\t\t"awf": {\n')
+    written = loads_json(text, comments=True)
+    assert list(written["servers"]) == ["vscode-playwright-mcp", "awf"]
+    assert written["servers"]["awf"]["args"][-3:] == ["serve", "--only", "Read"]
+    assert path.with_name("mcp.json.bak").read_text() == original
+
+    again = subprocess.run(
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert again.returncode == 0, again.stderr
+    assert "already up to date" in again.stdout and path.read_text() == text
 
 
 @pytest.mark.e2e

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from awf_mcp.clients import clientconfig as cc
-from awf_mcp.clients.editors import loads_json
+from awf_mcp.clients.jsonedit import loads_json
 from awf_mcp.errors import UserError
 
 COMMAND = ["/opt/awf/bin/awf-mcp", "serve", "--root", "/work/repo"]
@@ -87,7 +87,7 @@ def test_each_client_keeps_other_servers_and_settings(
 
 
 @pytest.mark.parametrize("client", ["vscode", "zed", "opencode"])
-def test_files_with_comments_are_read_and_the_original_is_kept_in_the_backup(
+def test_files_with_comments_keep_them_and_the_original_is_kept_in_the_backup(
     dirs: tuple[Path, Path], client: str
 ) -> None:
     cwd, home = dirs
@@ -96,10 +96,15 @@ def test_files_with_comments_are_read_and_the_original_is_kept_in_the_backup(
     original = '// my settings\n{\n  "theme": "dark", /* inline */\n  "url": "http://x//y",\n}\n'
     path.write_text(original)
     write(client, dirs, scope="project")
-    data = json.loads(path.read_text())
+    text = path.read_text()
+    # Only the new entry is inserted (after the last member, its trailing comma kept).
+    head = '// my settings\n{\n  "theme": "dark", /* inline */\n  "url": "http://x//y",\n'
+    assert text.startswith(head) and text.endswith("  },\n}\n")
+    data = loads_json(text, comments=True)
     assert data["theme"] == "dark" and data["url"] == "http://x//y"
     assert path.with_name(path.name + ".bak").read_text() == original
     assert write(client, dirs, scope="project").changed == []
+    assert path.read_text() == text
 
 
 def test_comments_are_refused_where_the_client_does_not_allow_them(dirs: tuple[Path, Path]) -> None:

@@ -1,0 +1,401 @@
+"""The shared awf-mcp server: one warm process per user, version and install, that forks a
+session process for every shim (:mod:`awf_mcp.cli.shim`).
+
+Contract
+--------
+:func:`main` (``awf-mcp __awf_mcp_shared__ SOCKET``, started by a shim) imports what a session
+needs (the SDK, the server, the built-ins: :data:`PRELOADED`), then listens on SOCKET (0600, in
+the user's own 0700 directory) under a lock, so that one server answers however many shims
+start at once, and a stale socket left by a killed server is replaced. Each connection whose
+peer is another uid (``SO_PEERCRED``) is closed unanswered. A connection says what it wants:
+
+* ``serve``: a session process is forked. It takes the shim's standard input, output and error,
+  working directory, environment and command line, and runs ``awf-mcp serve`` exactly as
+  in-process (:func:`awf_mcp.cli.main.serve`): its own config and trust, roots, client, budget,
+  jobs and upstreams, none of them seen by another session. It ends when its client closes
+  stdin; when its shim's connection closes (the shim died); or when this server dies or stops
+  (the session's *lifeline* pipe closes). It tells its shim its exit code, or why it ended,
+  first, so that the shim exits at once.
+* ``status``: ``pid``, ``socket``, ``sessions``, ``upstreams`` (running upstream processes),
+  ``version``, ``started`` (ISO 8601), ``idle_seconds`` and ``log``.
+* ``stop``: every session is told and stopped (SIGTERM, SIGKILL after :data:`STOP_GRACE`),
+  the answer sent, then this server exits.
+
+With no session left for ``[shared] idle_seconds`` (default :data:`IDLE_SECONDS`; the value
+the last session's config gave), the server exits and removes its socket. Forking is safe
+here: this process starts no thread and no event loop; each session starts its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import importlib
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, NoReturn
+
+from awf_mcp import __version__
+from awf_mcp.cli import shim
+from awf_mcp.processes.upstreamprocess import UPSTREAM_VARIABLE
+
+IDLE_SECONDS = 300.0
+STOP_GRACE = 5.0
+HELLO_SECONDS = 5.0
+
+PRELOADED = (
+    "anyio._backends._asyncio",
+    "awf_mcp.cli.runtime",
+    "awf_mcp.cli.options",
+    "awf_mcp.core.config",
+    "awf_mcp.core.observability",
+    "awf_mcp.core.plugins",
+    "awf_mcp.core.servers",
+    "awf_mcp.core.upstream.provider",
+    "awf_mcp.core.upstream.startup",
+    "awf_mcp.builtins.provider",
+    "awf_mcp.processes.containment.asking",
+    "awf_mcp.processes.containment.backends",
+    "awf_mcp.processes.leftovers",
+    "awf_mcp.wire.server",
+    "awf_mcp.wire.stdio",
+    "mcp.client.session",
+    "mcp.client.stdio",
+    "importlib.metadata",
+)
+"""What a session imports, imported once here before any fork."""
+
+
+@dataclass
+class Session:
+    """One forked session process, as the server tracks it."""
+
+    pid: int
+    lifeline: int
+    """The write end of the session's lifeline pipe: closed, or written ``s`` (stopped), it ends."""
+    reports: int
+    """The read end of the pipe the session reports its ``[shared]`` settings on."""
+
+
+class SharedServer:
+    """The listening socket, the sessions, the idle clock; see the module docstring."""
+
+    def __init__(self, path: str, listener: socket.socket) -> None:
+        self.path = path
+        self.listener = listener
+        self.sessions: dict[int, Session] = {}
+        self.started = datetime.now(UTC)
+        self.idle_seconds = IDLE_SECONDS
+        self.idle_since: float | None = time.monotonic()
+
+    def serve_forever(self) -> NoReturn:
+        wakeup_read, wakeup_write = os.pipe()
+        os.set_blocking(wakeup_write, False)
+        signal.set_wakeup_fd(wakeup_write)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.signal(signal.SIGTERM, lambda *_: self.stop_and_exit())
+        signal.signal(signal.SIGINT, lambda *_: self.stop_and_exit())
+        while True:
+            self.reap()
+            timeout = None
+            if not self.sessions and self.idle_since is not None:
+                remaining = self.idle_since + self.idle_seconds - time.monotonic()
+                if remaining <= 0:
+                    self.exit(0)
+                timeout = remaining
+            watched: list[Any] = [self.listener, wakeup_read, *(s.reports for s in self.sessions.values())]
+            try:
+                readable, _, _ = select.select(watched, [], [], timeout)
+            except InterruptedError:
+                continue
+            if wakeup_read in readable:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(wakeup_read, 4096)
+            for session in list(self.sessions.values()):
+                if session.reports in readable:
+                    self.read_report(session)
+            if self.listener in readable:
+                self.accept()
+
+    def accept(self) -> None:
+        try:
+            connection, _address = self.listener.accept()
+        except OSError:
+            return
+        try:
+            credentials = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+            _pid, uid, _gid = struct.unpack("3i", credentials)
+            if uid != os.getuid():
+                connection.close()  # another user gets nothing, not even an answer
+                return
+            connection.settimeout(HELLO_SECONDS)
+            hello, fds = _receive_hello(connection)
+        except (OSError, ValueError):
+            connection.close()
+            return
+        op = hello.get("op")
+        if op == "serve" and len(fds) == 3:
+            self.fork_session(connection, hello, fds)
+        else:
+            for fd in fds:
+                os.close(fd)
+            if op == "status":
+                _answer(connection, self.status())
+            elif op == "stop":
+                stopped = len(self.sessions)
+                self.stop_sessions()
+                _answer(connection, {"stopped": stopped, "pid": os.getpid()})
+                self.exit(0)
+            connection.close()
+
+    def fork_session(self, connection: socket.socket, hello: dict[str, Any], fds: list[int]) -> None:
+        lifeline_read, lifeline_write = os.pipe()
+        reports_read, reports_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(lifeline_write)
+            os.close(reports_read)
+            self.listener.close()
+            for session in self.sessions.values():
+                os.close(session.lifeline)
+                os.close(session.reports)
+            _run_session(connection, hello, fds, lifeline_read, reports_write)
+        os.close(lifeline_read)
+        os.close(reports_write)
+        for fd in fds:
+            os.close(fd)
+        _answer(connection, {"session": pid})  # where the shim sends the signals it gets
+        connection.close()
+        self.sessions[pid] = Session(pid, lifeline_write, reports_read)
+        self.idle_since = None
+
+    def read_report(self, session: Session) -> None:
+        try:
+            data = os.read(session.reports, 65536)
+        except OSError:
+            data = b""
+        for line in data.splitlines():
+            with contextlib.suppress(ValueError):
+                report = json.loads(line)
+                seconds = report.get("idle_seconds")
+                if isinstance(seconds, int | float) and seconds >= 0:
+                    self.idle_seconds = float(seconds)
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, _status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            session = self.sessions.pop(pid, None)
+            if session is not None:
+                os.close(session.lifeline)
+                os.close(session.reports)
+        if not self.sessions and self.idle_since is None:
+            self.idle_since = time.monotonic()
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "pid": os.getpid(),
+            "socket": self.path,
+            "sessions": len(self.sessions),
+            "upstreams": len(upstream_processes(list(self.sessions))),
+            "version": __version__,
+            "started": self.started.isoformat(timespec="seconds"),
+            "idle_seconds": self.idle_seconds,
+            "log": self.path.removesuffix(".sock") + ".log",
+            "executable": sys.executable,
+        }
+
+    def stop_sessions(self) -> None:
+        for session in self.sessions.values():
+            with contextlib.suppress(OSError):
+                os.write(session.lifeline, b"s")  # "stopped": what the session tells its shim
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(session.pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE
+        while self.sessions and time.monotonic() < deadline:
+            self.reap()
+            time.sleep(0.02)
+        for pid in list(self.sessions):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        while self.sessions:
+            self.reap()
+            time.sleep(0.01)
+
+    def stop_and_exit(self) -> None:
+        self.stop_sessions()
+        self.exit(0)
+
+    def exit(self, code: int) -> NoReturn:
+        with contextlib.suppress(OSError):
+            if os.stat(self.path).st_ino == os.fstat(self.listener.fileno()).st_ino:
+                os.unlink(self.path)
+        os._exit(code)
+
+
+def upstream_processes(sessions: list[int]) -> list[int]:
+    """The upstream servers the ``sessions`` run: their direct children whose environment names
+    one (:data:`UPSTREAM_VARIABLE`), one per running upstream (the keeper that holds it)."""
+    found = []
+    marker = f"{UPSTREAM_VARIABLE}=".encode()
+    wanted = {str(pid).encode() for pid in sessions}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat_file:
+                parent = stat_file.read().rsplit(b")", 1)[1].split()[1]
+            if parent not in wanted:
+                continue
+            with open(f"/proc/{entry}/environ", "rb") as environ:
+                if any(item.startswith(marker) for item in environ.read().split(b"\0")):
+                    found.append(int(entry))
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+def _receive_hello(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    header, fds, _flags, _address = socket.recv_fds(connection, 8, 3)
+    if len(header) < 8:
+        raise ValueError("no hello")
+    size = int.from_bytes(header, "big")
+    if size > shim.MAX_HELLO_BYTES:
+        for fd in fds:
+            os.close(fd)
+        raise ValueError("hello too large")
+    chunks, remaining = [], size
+    while remaining:
+        chunk = connection.recv(min(remaining, 65536))
+        if not chunk:
+            raise ValueError("hello cut short")
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    hello = json.loads(b"".join(chunks))
+    if not isinstance(hello, dict):
+        raise ValueError("hello is not an object")
+    return hello, list(fds)
+
+
+def _answer(connection: socket.socket, answer: dict[str, Any]) -> None:
+    with contextlib.suppress(OSError):
+        connection.settimeout(HELLO_SECONDS)
+        connection.sendall(json.dumps(answer).encode() + b"\n")
+
+
+def _run_session(
+    connection: socket.socket, hello: dict[str, Any], fds: list[int], lifeline: int, reports: int
+) -> NoReturn:
+    """In the forked session process: become the shim's ``serve``, then report how it ended."""
+    code = 1
+    try:
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
+            signal.signal(signum, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.chdir(hello["cwd"])
+        os.environ.clear()
+        os.environ.update({str(k): str(v) for k, v in dict(hello["env"]).items()})
+        os.environ[shim.REPORT_VARIABLE] = str(reports)
+        connection.settimeout(None)
+        _watch(connection, lifeline)
+        from awf_mcp.cli.main import dispatch
+
+        try:
+            dispatch(["serve", *[str(arg) for arg in hello["argv"]]])
+            code = 0
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+    except BaseException as exc:  # a session must never fall back into the server's loop
+        with contextlib.suppress(Exception):
+            os.write(2, f"awf-mcp: error: the session could not start: {exc}\n".encode())
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        with contextlib.suppress(OSError):
+            connection.sendall(json.dumps({"exit": code}).encode() + b"\n")
+        os._exit(code)
+
+
+def _watch(connection: socket.socket, lifeline: int) -> None:
+    """End this session when its shim goes (its connection closes) or the server does (the
+    lifeline closes, or says ``s``: stopped), telling the shim why first."""
+    import threading
+
+    def watch() -> None:
+        watched: list[Any] = [connection, lifeline]
+        readable, _, _ = select.select(watched, [], [])
+        if lifeline in readable:
+            said = b""
+            with contextlib.suppress(OSError):
+                said = os.read(lifeline, 1)
+            why = (
+                "the shared awf-mcp server was stopped (awf-mcp daemon stop)"
+                if said == b"s"
+                else "the shared awf-mcp server ended (killed?)"
+            )
+            message = f"awf-mcp: {why}; this session is over, and the next one starts a new server"
+            with contextlib.suppress(OSError):
+                connection.sendall(json.dumps({"exit": 1, "message": message}).encode() + b"\n")
+                connection.shutdown(socket.SHUT_RDWR)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="awf-mcp shim watch", daemon=True).start()
+
+
+def _listen(path: str) -> socket.socket | None:
+    """Bind ``path`` under the lock beside it; ``None`` when another server already answers there."""
+    lock = os.open(path.removesuffix(".sock") + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one server at a time checks and binds
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(path)
+            return None  # a live server answers: leave it be
+        except (FileNotFoundError, ConnectionRefusedError):
+            pass
+        finally:
+            probe.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # a stale socket of a killed server
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_mask = os.umask(0o177)
+        try:
+            listener.bind(path)
+        finally:
+            os.umask(old_mask)
+        os.chmod(path, 0o600)
+        listener.listen(64)
+        return listener
+    finally:
+        os.close(lock)
+
+
+def main(path: str) -> NoReturn:
+    """Run the shared server on socket ``path`` (see the module docstring)."""
+    shim.socket_directory()  # the directory is still the user's own, private
+    for module in PRELOADED:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
+    listener = _listen(path)
+    if listener is None:
+        os._exit(0)
+    print(
+        f"awf-mcp shared server {__version__}: pid {os.getpid()}, socket {path}", file=sys.stderr, flush=True
+    )
+    SharedServer(path, listener).serve_forever()

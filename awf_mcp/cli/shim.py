@@ -1,0 +1,326 @@
+"""``awf-mcp serve`` on stdio as a thin client of one shared, warm awf-mcp per user.
+
+Contract
+--------
+Every agent session starts ``awf-mcp serve``. By default (:func:`wanted`) that process is a
+*shim*: it imports the standard library only, connects to the user's shared server over a Unix
+socket (:func:`socket_path`), starting it when none answers, and hands it the session: its
+command line, working directory and environment, and its standard input, output and error
+themselves (``SCM_RIGHTS``). The shared server (:mod:`awf_mcp.cli.shared`) has everything
+imported already; it forks a session process that serves the agent on those very pipes, as
+``serve`` in-process would, so no byte of the session passes through the shim. The shim waits
+until the session ends and exits with its exit code.
+
+* The session ends with the shim: a shim that dies, even by ``kill -9``, closes its end of the
+  control socket, and its session process stops (its jobs and upstreams with it).
+* The shim ends with the session: when the shared server dies or is stopped, the session
+  process ends and the shim exits at once, saying why on stderr; it never hangs.
+* The socket sits in ``$XDG_RUNTIME_DIR/awf-mcp`` (else ``/tmp/awf-mcp-UID``), a 0700
+  directory of the user's own; the socket is 0600 and the server checks each peer's uid.
+* Its name holds :func:`identity` (the version and the code it runs): a shim of another
+  version or install starts and uses a server of its own, never a stale one.
+* ``AWF_MCP_SHARED=0``, ``serve --no-shared``, ``--transport http``, a terminal on stdin or a
+  platform without ``SO_PEERCRED`` serve in-process, as before. Where the shared server cannot
+  be reached or started, ``serve`` says so once on stderr and serves in-process.
+
+Standard library only, imported before anything else of awf-mcp.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+
+SHARED_VARIABLE = "AWF_MCP_SHARED"
+"""``0`` (or ``no``, ``off``, ``false``): serve in-process, as ``serve --no-shared`` does."""
+
+ENTRY = "__awf_mcp_shared__"
+"""The hidden first argument that runs the shared server (``awf-mcp __awf_mcp_shared__ SOCKET``)."""
+
+START_SECONDS = 60.0
+"""How long a shim waits for a shared server it started to answer."""
+
+REPORT_VARIABLE = "AWF_MCP_SHARED_REPORT_FD"
+"""In a session process of the shared server: the pipe on which it reports its ``[shared]``
+settings (:func:`report`)."""
+
+MAX_HELLO_BYTES = 4 * 1024 * 1024
+"""The largest session hello (command line, directory, environment) a server accepts."""
+
+
+def wanted(args: list[str], environ: dict[str, str] | os._Environ[str] | None = None) -> bool:
+    """Whether ``serve ARGS`` should run as a shim (see the module docstring)."""
+    environ = os.environ if environ is None else environ
+    if environ.get(SHARED_VARIABLE, "1").strip().lower() in ("0", "no", "off", "false"):
+        return False
+    if "--no-shared" in args or "--transport=http" in args:
+        return False
+    if any(
+        flag == "--transport" and args[index + 1 : index + 2] == ["http"] for index, flag in enumerate(args)
+    ):
+        return False
+    if not sys.platform.startswith("linux") or not hasattr(socket, "SO_PEERCRED"):
+        return False
+    try:
+        return not os.isatty(0)
+    except OSError:
+        return False
+
+
+def identity() -> str:
+    """What a shared server must share with a shim: this version, and the code and interpreter it
+    runs (the frozen binary's own file, or this interpreter and this package's directory)."""
+    import zlib  # not hashlib, whose OpenSSL costs a shim milliseconds: this is no secret
+
+    from awf_mcp import __version__
+
+    if getattr(sys, "frozen", False):  # the bundle's directory changes with every unpacking
+        from awf_mcp.processes.childenv import launched_executable
+
+        executable = os.path.realpath(launched_executable())
+        info = os.stat(executable)
+        parts = [__version__, executable, str(info.st_mtime_ns), str(info.st_size)]
+    else:
+        package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        parts = [__version__, os.path.realpath(sys.executable), package, os.environ.get("PYTHONPATH", "")]
+        parts += _sources(package)  # a checkout edited in place is another code
+    data = "\0".join(parts).encode("utf-8", "surrogateescape")
+    return f"{__version__}-{zlib.crc32(data):08x}{zlib.adler32(data[::-1]):08x}"
+
+
+def _sources(directory: str) -> list[str]:
+    """The name, size and modification time of every Python source under ``directory``."""
+    found = []
+    stack = [directory]
+    while stack:
+        with os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        stack.append(entry.path)
+                elif entry.name.endswith(".py"):
+                    info = entry.stat(follow_symlinks=False)
+                    found.append(f"{entry.path}:{info.st_size}:{info.st_mtime_ns}")
+    return sorted(found)
+
+
+class Unsafe(OSError):
+    """The socket's directory is not the user's own (owner, mode or a symbolic link)."""
+
+
+def socket_directory(environ: dict[str, str] | os._Environ[str] | None = None) -> str:
+    """``$XDG_RUNTIME_DIR/awf-mcp``, else ``/tmp/awf-mcp-UID``: made 0700, checked to be the user's."""
+    environ = os.environ if environ is None else environ
+    runtime = environ.get("XDG_RUNTIME_DIR", "")
+    uid = os.getuid()
+    if runtime and os.path.isabs(runtime) and os.path.isdir(runtime):
+        directory = os.path.join(runtime, "awf-mcp")
+    else:
+        directory = os.path.join("/tmp", f"awf-mcp-{uid}")
+    os.makedirs(directory, 0o700, exist_ok=True)
+    info = os.lstat(directory)
+    import stat
+
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid or info.st_mode & 0o077:
+        raise Unsafe(f"{directory} is not a private directory of this user (owner, mode 0700, no link)")
+    return directory
+
+
+def socket_path(environ: dict[str, str] | os._Environ[str] | None = None) -> str:
+    """The socket of the shared server for this version and install (see :func:`identity`)."""
+    return os.path.join(socket_directory(environ), f"serve-{identity()}.sock")
+
+
+def _start(path: str) -> int:
+    """Start the shared server for ``path`` in a session of its own; its pid."""
+    if getattr(sys, "frozen", False):
+        argv = [sys.executable, ENTRY, path]
+    else:
+        argv = [sys.executable, "-m", "awf_mcp", ENTRY, path]
+    log = os.path.join(os.path.dirname(path), os.path.basename(path).removesuffix(".sock") + ".log")
+    null = os.open(os.devnull, os.O_RDWR)
+    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        return os.posix_spawn(
+            argv[0],
+            argv,
+            dict(os.environ),
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, null, 0),
+                (os.POSIX_SPAWN_DUP2, null, 1),
+                (os.POSIX_SPAWN_DUP2, out, 2),
+            ],
+            setsid=True,
+        )
+    finally:
+        os.close(null)
+        os.close(out)
+
+
+def connect(path: str, *, start: bool = True) -> socket.socket | None:
+    """A connection to the shared server at ``path``, starting one when none answers (``start``);
+    ``None`` when there is none and none could be started."""
+    import time
+
+    started: int | None = None
+    deadline = time.monotonic() + START_SECONDS
+    pause = 0.002
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(path)
+            return sock
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+        if not start:
+            return None
+        if started is None:
+            started = _start(path)
+        else:
+            try:
+                done, _status = os.waitpid(started, os.WNOHANG)
+            except ChildProcessError:
+                done = started
+            if done == started:  # it exited: another server won the socket, or it failed
+                started = -1
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+
+
+def send_hello(sock: socket.socket, message: dict[str, object], fds: list[int]) -> None:
+    """One hello (length-prefixed JSON), with ``fds`` passed along with its first bytes."""
+    import json
+
+    payload = json.dumps(message).encode("utf-8", "surrogateescape")
+    header = len(payload).to_bytes(8, "big")
+    socket.send_fds(sock, [header], fds)
+    sock.sendall(payload)
+
+
+def run(args: list[str]) -> bool:
+    """Serve ``serve ARGS`` through the shared server; exits the process when the session ends.
+
+    Returns ``False`` (having said why on stderr) when the shared server cannot be used: the
+    caller then serves in-process.
+    """
+    try:
+        sock = connect(socket_path())
+    except OSError as exc:
+        print(f"awf-mcp: note: serving in-process; the shared server is not usable: {exc}", file=sys.stderr)
+        return False
+    if sock is None:
+        print(
+            "awf-mcp: note: serving in-process; the shared server did not start (see its log next to "
+            f"its socket, {socket_path()})",
+            file=sys.stderr,
+        )
+        return False
+    hello = {"op": "serve", "argv": args, "cwd": os.getcwd(), "env": dict(os.environ), "pid": os.getpid()}
+    try:
+        send_hello(sock, hello, [0, 1, 2])
+    except OSError as exc:
+        print(
+            f"awf-mcp: note: serving in-process; the shared server did not take the session: {exc}",
+            file=sys.stderr,
+        )
+        return False
+    for fd in (0, 1):  # the session process holds the agent's pipes now; so must nobody else
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+    _wait(sock)
+    return True  # not reached
+
+
+def _wait(sock: socket.socket) -> None:
+    """Wait for the session's end and exit with its code, or say why it ended without one.
+
+    The server first names the session's process: SIGTERM, SIGINT and SIGHUP sent to the shim
+    (how a client stops its server) are passed on to it, and it ends as ``serve`` does."""
+    import json
+    import signal
+
+    session: list[int] = []
+
+    def pass_on(signum: int, _frame: object) -> None:
+        if not session:
+            sock.close()  # no session yet: closing is what stops it
+            os._exit(128 + signum)
+        try:
+            os.kill(session[0], signum)
+        except OSError:
+            return  # the session is gone already: its ending is on its way
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, pass_on)
+    ending: dict[str, object] = {}
+    pending = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except InterruptedError:
+            continue
+        except OSError:
+            chunk = b""
+        if not chunk:
+            break
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            try:
+                said = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(said, dict) and isinstance(said.get("session"), int):
+                session[:] = [said["session"]]
+            elif isinstance(said, dict):
+                ending = said
+    message = ending.get("message")
+    if isinstance(message, str) and message:
+        print(message, file=sys.stderr, flush=True)
+    code = ending.get("exit")
+    if not isinstance(code, int):
+        print(
+            "awf-mcp: the shared awf-mcp server ended this session without an exit status (it was "
+            "killed?); the next session starts a new one",
+            file=sys.stderr,
+            flush=True,
+        )
+        code = 1
+    os._exit(code)
+
+
+def request(op: str) -> dict[str, object] | None:
+    """Ask the running shared server (never starting one) ``op`` (``status``, ``stop``); its answer,
+    or ``None`` when none runs for this version and install."""
+    import json
+
+    sock = connect(socket_path(), start=False)
+    if sock is None:
+        return None
+    with sock:
+        send_hello(sock, {"op": op}, [])
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    answer = json.loads(received or b"null")
+    return answer if isinstance(answer, dict) else None
+
+
+def report(settings: object) -> None:
+    """In a session process: tell the shared server the ``[shared]`` settings of this session."""
+    fd = os.environ.pop(REPORT_VARIABLE, "")
+    if not fd.isdigit():
+        return
+    seconds = getattr(settings, "shared_idle_seconds", None)
+    import json
+
+    try:
+        if seconds is not None:
+            os.write(int(fd), json.dumps({"idle_seconds": seconds}).encode() + b"\n")
+        os.close(int(fd))
+    except OSError:
+        pass
