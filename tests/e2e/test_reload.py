@@ -26,6 +26,8 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp_types import ToolListChangedNotification
 
+from awf_mcp.cli.doctor import Context, Report, check_configuration, run_checks
+from awf_mcp.core.config import ServeOptions
 from tests.e2e.test_list_changed import http_serve, http_session
 from tests.helpers.harness import marked_pids, mcp_session, text_of, wait_until, write_approved
 
@@ -142,6 +144,18 @@ async def test_an_invalid_file_keeps_the_old_configuration_with_one_warning(tmp_
     warnings = [line for line in errors.read_text().splitlines() if "is not reloaded" in line]
     assert len(warnings) == 1, warnings
     assert "not valid TOML" in warnings[0] and "keeps its old configuration" in warnings[0]
+    [finding] = (await doctor_configuration(tmp_path)).findings
+    assert finding.status == "error" and "not valid TOML" in finding.detail
+    assert "running awf-mcp serve keeps its old configuration" in finding.fix
+
+
+async def doctor_configuration(cwd: Path) -> Report:
+    """``awf-mcp doctor``'s configuration check, run in ``cwd``."""
+    context = Context(
+        cwd=cwd, home=cwd, env={"PATH": os.environ.get("PATH", "")}, options=ServeOptions(), timeout=5
+    )
+    context.load_settings()
+    return await run_checks(context, [check_configuration])
 
 
 @pytest.mark.anyio
@@ -172,6 +186,16 @@ async def test_a_project_file_changed_after_approval_is_ignored_until_approved_a
     warnings = [line for line in errors.read_text().splitlines() if "awf-mcp trust" in line]
     assert len(warnings) == 1, warnings
     assert "changed since you approved it" in warnings[0] and "keeps its old configuration" in warnings[0]
+
+
+@pytest.mark.anyio
+async def test_doctor_says_a_running_server_keeps_the_configuration_approved_before(tmp_path: Path) -> None:
+    config = tmp_path / "awf-mcp.toml"
+    write_approved(config, 'only = ["Read"]\n')
+    config.write_text('only = ["Glob"]\n')
+    [finding] = (await doctor_configuration(tmp_path)).findings
+    assert finding.status == "warning" and "changed since you approved it" in finding.detail
+    assert "running awf-mcp serve keeps its old configuration" in finding.detail
 
 
 def same_stat(path: Path, text: str) -> None:
