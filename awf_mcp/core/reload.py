@@ -246,6 +246,7 @@ class Reloader:
         self.problem: str | None = None
         """The last reload's problem, if it failed (warned once)."""
         self._warned: set[str] = set()
+        self._fixed_warned: set[str] = set()
         self._lock = anyio.Lock()
 
     def watch(self) -> ConfigWatch:
@@ -290,12 +291,17 @@ class Reloader:
                 return False
             changes = compare(self.settings, new)
             for name in changes.fixed:
-                self._warn_once(
-                    f"{where}: {name.replace('_', '.')} changed, which applies only when awf-mcp serve "
-                    "starts again; the running server keeps the old one"
-                )
+                if name not in self._fixed_warned:  # once per setting and process
+                    self._fixed_warned.add(name)
+                    log.warning(
+                        "%s: %s changed, which applies only when awf-mcp serve starts again; the running "
+                        "server keeps the old one",
+                        where,
+                        name.replace("_", "."),
+                    )
                 new = replace(new, **{name: getattr(self.settings, name)})
             if not changes:
+                self._loaded()
                 log.info("%s reloaded: nothing changed", where)
                 return False
             try:
@@ -303,9 +309,14 @@ class Reloader:
             except Exception as exc:
                 self._failed(where, exc)
                 return False
-            self.problem = None
+            self._loaded()
             log.info("%s reloaded: %s", where, changes.describe())
             return True
+
+    def _loaded(self) -> None:
+        """The file loads again: a later problem is warned of again, even the same one."""
+        self.problem = None
+        self._warned.clear()
 
     def _where(self) -> str:
         found = config.find_config(self.options, self.cwd)

@@ -24,7 +24,11 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp.client.session import ClientSession
-from mcp_types import ToolListChangedNotification
+from mcp_types import (
+    PromptListChangedNotification,
+    ResourceListChangedNotification,
+    ToolListChangedNotification,
+)
 
 from awf_mcp.cli.doctor import Context, Report, check_configuration, run_checks
 from awf_mcp.core.config import ServeOptions
@@ -196,6 +200,58 @@ async def test_doctor_says_a_running_server_keeps_the_configuration_approved_bef
     [finding] = (await doctor_configuration(tmp_path)).findings
     assert finding.status == "warning" and "changed since you approved it" in finding.detail
     assert "running awf-mcp serve keeps its old configuration" in finding.detail
+
+
+CHANGING = Path(__file__).resolve().parents[1] / "upstreams" / "changing_upstream.py"
+
+
+def offering_table(name: str) -> str:
+    """A ``[servers.NAME]`` table running the SDK upstream with prompts and resources."""
+    return (
+        f'[servers.{name}]\ncommand = "{sys.executable}"\nargs = ["{CHANGING}", "--offerings"]\npin = false\n'
+    )
+
+
+@pytest.mark.anyio
+async def test_prompts_and_resources_of_a_server_added_reach_the_agent_with_their_list_changed(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "awf-mcp.toml"
+    write_approved(config, offering_table("one"))
+    told: list[object] = []
+
+    async def until(kind: type, count: int = 1) -> None:
+        with anyio.fail_after(15):
+            while sum(isinstance(message, kind) for message in told) < count:
+                await anyio.sleep(0.02)
+
+    async def on_message(message: object) -> None:
+        told.append(message)
+
+    async with mcp_session(
+        "--no-builtins", cwd=tmp_path, env=NO_PLUGINS, message_handler=on_message
+    ) as session:
+        capabilities = session.initialize_result.capabilities if session.initialize_result else None
+        assert (
+            capabilities is not None
+            and capabilities.prompts is not None
+            and capabilities.prompts.list_changed
+        )
+        assert "one_greet" in {prompt.name for prompt in (await session.list_prompts()).prompts}
+        resources = {str(resource.uri) for resource in (await session.list_resources()).resources}
+        write_approved(config, offering_table("one") + offering_table("two"))
+        await until(PromptListChangedNotification)
+        assert {"one_greet", "two_greet"} <= {
+            prompt.name for prompt in (await session.list_prompts()).prompts
+        }
+        greeting = await session.get_prompt("two_greet", {"who": "Ada"})
+        assert greeting.messages[0].content.text == "Hello, Ada!"  # type: ignore[union-attr]
+        assert {str(resource.uri) for resource in (await session.list_resources()).resources} == resources
+        assert not any(isinstance(message, ResourceListChangedNotification) for message in told)
+
+        write_approved(config, offering_table("two"))
+        await until(PromptListChangedNotification, 2)
+        assert "one_greet" not in {prompt.name for prompt in (await session.list_prompts()).prompts}
 
 
 def same_stat(path: Path, text: str) -> None:
