@@ -10,8 +10,10 @@ that its process can be found (:func:`~tests.helpers.harness.marked_pids`).
 * An invalid file changes nothing: the old tools are served on, with one warning on stderr.
 * A project file changed after its approval is not used until approved again: the old
   configuration is served on, with one warning naming ``awf-mcp trust``; approving it applies it.
-* ``serve --transport http`` reloads at once on SIGHUP (the file watcher would take a while to see
-  a change that keeps the file's size and time, which is what the test makes).
+* Prompts and resources of a server added or removed reach the agent, with their ``list_changed``.
+* ``awf-mcp doctor`` says that a running server keeps its old configuration.
+* ``serve --transport http`` and ``serve`` on stdio reload at once on SIGHUP: the file is changed
+  so that no poll can see it (same size, times and inode), so only the signal can have reloaded it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -33,7 +36,7 @@ from mcp_types import (
 from awf_mcp.cli.doctor import Context, Report, check_configuration, run_checks
 from awf_mcp.core.config import ServeOptions
 from tests.e2e.test_list_changed import http_serve, http_session
-from tests.helpers.harness import marked_pids, mcp_session, text_of, wait_until, write_approved
+from tests.helpers.harness import RawServer, marked_pids, mcp_session, text_of, wait_until, write_approved
 
 pytestmark = pytest.mark.e2e
 
@@ -283,3 +286,25 @@ async def test_sighup_reloads_http_serve_at_once(tmp_path: Path) -> None:
             await told.until(1, timeout=10)
             assert await names(session) == {"Glob"}
         assert process.poll() is None  # SIGHUP reloads; it does not stop the server
+
+
+def test_sighup_reloads_stdio_serve_at_once(tmp_path: Path) -> None:
+    """The signal goes to the process the agent started (the shim of a shared server passes it on)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    config = tmp_path / "own.toml"
+    config.write_text('only = ["Read"]\n')
+    with RawServer("--config", str(config), cwd=work, env=NO_PLUGINS) as server:
+        server.initialize()
+        listed = server.request("tools/list")["result"]["tools"]
+        assert [tool["name"] for tool in listed] == ["Read"]
+        same_stat(config, 'only = ["Glob"]\n')
+        time.sleep(1.5)
+        server.send({"jsonrpc": "2.0", "id": "again", "method": "tools/list"})
+        frame = server.receive()
+        assert frame.get("id") == "again", f"the watcher saw a change it cannot see: {frame}"
+        server.process.send_signal(signal.SIGHUP)
+        assert server.receive()["method"] == "notifications/tools/list_changed"
+        listed = server.request("tools/list")["result"]["tools"]
+        assert [tool["name"] for tool in listed] == ["Glob"]
+        assert server.process.poll() is None  # SIGHUP reloads; it does not stop the server
