@@ -71,6 +71,7 @@ def base_env(scratch: Path, **extra: str) -> dict[str, str]:
     if os.environ.get("AWF_MCP_BINARY"):
         env["AWF_MCP_BINARY"] = os.environ["AWF_MCP_BINARY"]
     env["XDG_DATA_HOME"] = str(scratch / "data")
+    env["AWF_MCP_SHARED"] = "0"  # each mode's server is its own process
     env["XDG_STATE_HOME"] = str(scratch / "state")
     env["AWF_MCP_PLUGIN_PATH"] = str(scratch / "no-plugins")
     env.update(extra)

@@ -6,7 +6,9 @@ binaries found) and makes a :class:`Variant` for each server: awf-mcp (console s
 ``python -m awf_mcp``, always with ``--output-budget`` :data:`OUTPUT_BUDGET`), the bare SDK
 server (``bench/bare_server.py``) and the frozen binaries. Each variant starts with the
 caller's environment minus ``AWF_MCP_*``, ``PYTHONPATH`` and ``XDG_DATA_HOME`` (a temporary
-one instead), and an empty plugin directory unless a section gives its own.
+one instead), an empty plugin directory unless a section gives its own, and
+``AWF_MCP_SHARED=0``: the server measured is the process started (``bench/shared.py``
+measures the shim and the shared server).
 :func:`interleaved_starts` times cold starts round-robin, so that machine noise hits every
 variant alike.
 """
@@ -65,6 +67,7 @@ class Setup:
         }
         env["XDG_DATA_HOME"] = str(self.xdg)
         env["AWF_MCP_PLUGIN_PATH"] = str(self.plugin_empty)
+        env["AWF_MCP_SHARED"] = "0"  # the server process itself is measured; bench/shared.py the shim
         env.update(extra)
         return env
 

@@ -3,7 +3,8 @@
 Commands: ``serve`` (its help only), ``tools list``, ``tools call``, ``prompts list|get``,
 ``resources list|read`` (:mod:`awf_mcp.cli.offerings`), ``config CLIENT``, ``trust``,
 ``plugins list|install|uninstall|init`` (``plugin init``, the old name, is a hidden alias),
-``servers list|import``, ``doctor``, ``--version`` and shell completion. :func:`run` shows
+``servers list|import``, ``daemon status|stop`` (:mod:`awf_mcp.cli.daemon`), ``doctor``,
+``--version`` and shell completion. :func:`run` shows
 every help as git or gh do (no Python type labels, ``-h`` too).
 
 A command starts only the upstream servers it needs (:func:`awf_mcp.cli.runtime.run_command`):
@@ -34,6 +35,7 @@ import typer.main
 from typer.core import TyperArgument, TyperOption
 
 from awf_mcp import __version__
+from awf_mcp.cli.daemon import daemon_app
 from awf_mcp.cli.doctor import doctor_command
 from awf_mcp.cli.offerings import prompts_app, resources_app
 from awf_mcp.cli.options import SERVE_DESCRIPTION, with_options, with_serve_options
@@ -59,6 +61,7 @@ app.add_typer(plugins_app, name="plugins")
 app.add_typer(servers_app, name="servers")
 app.add_typer(prompts_app, name="prompts")
 app.add_typer(resources_app, name="resources")
+app.add_typer(daemon_app, name="daemon")
 app.command("doctor")(doctor_command)
 app.command("trust")(trust_command)
 

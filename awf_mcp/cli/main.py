@@ -31,6 +31,9 @@ def exit_now_if_threads_linger(code: int) -> None:
     """Exit at once when an abandoned worker thread (a hung tool) would hold the process open."""
     if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
         sys.stderr.flush()
+        from awf_mcp.cli import shim
+
+        shim.end_session(code)  # a session of the shared server tells its shim first
         remove_the_bundle_if_orphaned()  # os._exit runs no atexit handler
         os._exit(code)
 

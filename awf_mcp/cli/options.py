@@ -307,8 +307,10 @@ class _ServeParser(argparse.ArgumentParser):
         return super().error(message)
 
 
+@functools.cache
 def serve_parser() -> argparse.ArgumentParser:
-    """The :mod:`argparse` parser of ``awf-mcp serve``, generated from :data:`SERVE_OPTIONS`."""
+    """The :mod:`argparse` parser of ``awf-mcp serve``, generated from :data:`SERVE_OPTIONS`
+    (made once: the shared server makes it before it forks its sessions)."""
     parser = _ServeParser(prog="awf-mcp serve", description=SERVE_DESCRIPTION)
     for option in SERVE_OPTIONS:
         if option.kind is bool:

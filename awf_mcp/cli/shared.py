@@ -28,6 +28,7 @@ here: this process starts no thread and no event loop; each session starts its o
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import importlib
@@ -95,6 +96,7 @@ class SharedServer:
         self.started = datetime.now(UTC)
         self.idle_seconds = IDLE_SECONDS
         self.idle_since: float | None = time.monotonic()
+        self.inode = os.stat(path).st_ino
 
     def serve_forever(self) -> NoReturn:
         wakeup_read, wakeup_write = os.pipe()
@@ -240,7 +242,7 @@ class SharedServer:
 
     def exit(self, code: int) -> NoReturn:
         with contextlib.suppress(OSError):
-            if os.stat(self.path).st_ino == os.fstat(self.listener.fileno()).st_ino:
+            if os.stat(self.path).st_ino == self.inode:  # unless a newer server took the name
                 os.unlink(self.path)
         os._exit(code)
 
@@ -312,6 +314,7 @@ def _run_session(
         os.environ.update({str(k): str(v) for k, v in dict(hello["env"]).items()})
         os.environ[shim.REPORT_VARIABLE] = str(reports)
         connection.settimeout(None)
+        shim.hold_session_control(connection)
         _watch(connection, lifeline)
         from awf_mcp.cli.main import dispatch
 
@@ -327,8 +330,9 @@ def _run_session(
         with contextlib.suppress(Exception):
             sys.stdout.flush()
             sys.stderr.flush()
-        with contextlib.suppress(OSError):
-            connection.sendall(json.dumps({"exit": code}).encode() + b"\n")
+        with contextlib.suppress(BaseException):
+            atexit._run_exitfuncs()  # what the session registered: its temporary directories go
+        shim.end_session(code)
         os._exit(code)
 
 
@@ -349,10 +353,7 @@ def _watch(connection: socket.socket, lifeline: int) -> None:
                 if said == b"s"
                 else "the shared awf-mcp server ended (killed?)"
             )
-            message = f"awf-mcp: {why}; this session is over, and the next one starts a new server"
-            with contextlib.suppress(OSError):
-                connection.sendall(json.dumps({"exit": 1, "message": message}).encode() + b"\n")
-                connection.shutdown(socket.SHUT_RDWR)
+            shim.end_session(1, f"awf-mcp: {why}; this session is over, and the next one starts a new server")
         os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=watch, name="awf-mcp shim watch", daemon=True).start()
@@ -392,6 +393,17 @@ def main(path: str) -> NoReturn:
     for module in PRELOADED:
         with contextlib.suppress(ImportError):
             importlib.import_module(module)
+    from awf_mcp.cli.options import serve_parser
+    from awf_mcp.core.plugins import entry_points
+
+    serve_parser()
+
+    with contextlib.suppress(Exception):  # a session reports a broken install itself
+        entry_points()  # scanned once here, not by every session
+    import gc
+
+    gc.collect()
+    gc.freeze()  # what is loaded now stays out of every collection: sessions share its pages
     listener = _listen(path)
     if listener is None:
         os._exit(0)

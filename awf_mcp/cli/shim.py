@@ -109,12 +109,17 @@ class Unsafe(OSError):
     """The socket's directory is not the user's own (owner, mode or a symbolic link)."""
 
 
+MAX_SOCKET_PATH = 100
+"""The longest socket path used (the kernel's limit is 107 bytes)."""
+
+
 def socket_directory(environ: dict[str, str] | os._Environ[str] | None = None) -> str:
-    """``$XDG_RUNTIME_DIR/awf-mcp``, else ``/tmp/awf-mcp-UID``: made 0700, checked to be the user's."""
+    """``$XDG_RUNTIME_DIR/awf-mcp``, else (unset, or too long a path for a socket)
+    ``/tmp/awf-mcp-UID``: made 0700, checked to be the user's."""
     environ = os.environ if environ is None else environ
     runtime = environ.get("XDG_RUNTIME_DIR", "")
     uid = os.getuid()
-    if runtime and os.path.isabs(runtime) and os.path.isdir(runtime):
+    if runtime and os.path.isabs(runtime) and len(runtime) < MAX_SOCKET_PATH - 48 and os.path.isdir(runtime):
         directory = os.path.join(runtime, "awf-mcp")
     else:
         directory = os.path.join("/tmp", f"awf-mcp-{uid}")
@@ -322,5 +327,31 @@ def report(settings: object) -> None:
         if seconds is not None:
             os.write(int(fd), json.dumps({"idle_seconds": seconds}).encode() + b"\n")
         os.close(int(fd))
+    except OSError:
+        pass
+
+
+_session_control: socket.socket | None = None
+"""In a session process of the shared server: its connection to its shim."""
+
+
+def hold_session_control(connection: socket.socket) -> None:
+    """Remember this session's connection to its shim (for :func:`end_session`)."""
+    global _session_control
+    _session_control = connection
+
+
+def end_session(code: int, message: str = "") -> None:
+    """In a session process: tell its shim, once, the exit code (and why), before it exits."""
+    global _session_control
+    connection, _session_control = _session_control, None
+    if connection is None:
+        return
+    import json
+
+    ending: dict[str, object] = {"exit": code, **({"message": message} if message else {})}
+    try:
+        connection.sendall(json.dumps(ending).encode() + b"\n")
+        connection.shutdown(socket.SHUT_RDWR)
     except OSError:
         pass

@@ -23,6 +23,10 @@ interpreter sees no site-packages, in plugin directories
 ``$XDG_DATA_HOME/awf-mcp/plugins``), appended to ``sys.path`` so they never
 shadow what is already importable.
 
+The entry points found are kept per ``sys.path`` and the modification times of its entries
+(:func:`entry_points`), so a process that scanned once (the shared server, before it forks
+its sessions) does not scan again until a distribution is installed or removed.
+
 Two distributions declaring the same plugin name is a fatal
 :class:`~awf_mcp.errors.PluginError`; any other plugin failure is fatal only
 when ``strict`` is set.
@@ -30,6 +34,7 @@ when ``strict`` is set.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import os
@@ -132,8 +137,26 @@ def _wanted(name: str, settings: Settings) -> bool:
     return True
 
 
+def _modified(path: str) -> int:
+    try:
+        return os.stat(path or ".").st_mtime_ns
+    except OSError:
+        return -1
+
+
+@functools.lru_cache(maxsize=8)
+def _scan(_where: tuple[tuple[str, int], ...]) -> tuple[metadata.EntryPoint, ...]:
+    return tuple(metadata.entry_points(group=hookspecs.ENTRY_POINT_GROUP))
+
+
+def entry_points() -> tuple[metadata.EntryPoint, ...]:
+    """The ``awf_mcp`` entry points on ``sys.path``, scanned again only when ``sys.path`` or the
+    modification time of one of its entries changed (an install adds a ``.dist-info``)."""
+    return _scan(tuple((path, _modified(path)) for path in sys.path))
+
+
 def _entry_points() -> list[metadata.EntryPoint]:
-    found = sorted(metadata.entry_points(group=hookspecs.ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+    found = sorted(entry_points(), key=lambda ep: ep.name)
     by_name: dict[str, metadata.EntryPoint] = {}
     for ep in found:
         other = by_name.get(ep.name)

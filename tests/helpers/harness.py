@@ -61,10 +61,16 @@ def write_approved(path: Path, text: str, encoding: str = "utf-8") -> Path:
 
 
 def server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for a server subprocess: this one, plus ``extra``."""
+    """The environment for a server subprocess: this one, plus ``extra``.
+
+    ``serve`` runs in-process (``AWF_MCP_SHARED=0``): these tests look at the server process
+    itself (its children, descriptors, memory, signals). tests/e2e/test_shared.py and the
+    real-agent tests (tests/agents/) go through the shim and the shared server instead.
+    """
     env = dict(os.environ)
     env.pop("AWF_MCP_PLUGINS", None)
     env.pop("AWF_MCP_NO_PLUGINS", None)
+    env["AWF_MCP_SHARED"] = "0"
     env.update(extra or {})
     return env
 
