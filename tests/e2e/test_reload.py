@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -36,7 +37,16 @@ from mcp_types import (
 from awf_mcp.cli.doctor import Context, Report, check_configuration, run_checks
 from awf_mcp.core.config import ServeOptions
 from tests.e2e.test_list_changed import http_serve, http_session
-from tests.helpers.harness import RawServer, marked_pids, mcp_session, text_of, wait_until, write_approved
+from tests.helpers.harness import (
+    RawServer,
+    marked_pids,
+    mcp_session,
+    server_command,
+    server_env,
+    text_of,
+    wait_until,
+    write_approved,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -288,13 +298,27 @@ async def test_sighup_reloads_http_serve_at_once(tmp_path: Path) -> None:
         assert process.poll() is None  # SIGHUP reloads; it does not stop the server
 
 
-def test_sighup_reloads_stdio_serve_at_once(tmp_path: Path) -> None:
-    """The signal goes to the process the agent started (the shim of a shared server passes it on)."""
+@pytest.mark.parametrize("shared", [False, True], ids=["in-process", "shared"])
+def test_sighup_reloads_stdio_serve_at_once(tmp_path: Path, shared: bool) -> None:
+    """The signal goes to the process the agent started: the server, or the shim that hands the
+    session to the shared server (docs/shared.md), which passes it on."""
     work = tmp_path / "work"
     work.mkdir()
     config = tmp_path / "own.toml"
     config.write_text('only = ["Read"]\n')
-    with RawServer("--config", str(config), cwd=work, env=NO_PLUGINS) as server:
+    env = dict(NO_PLUGINS)
+    if shared:  # a shared server of this test's own, stopped at the end
+        env |= {"AWF_MCP_SHARED": "1", "XDG_RUNTIME_DIR": str(tmp_path / "runtime")}
+        (tmp_path / "runtime").mkdir(mode=0o700)
+    try:
+        sighup_reloads(config, work, env)
+    finally:
+        if shared:
+            subprocess.run(server_command("daemon", "stop"), env=server_env(env), timeout=60, check=False)
+
+
+def sighup_reloads(config: Path, work: Path, env: dict[str, str]) -> None:
+    with RawServer("--config", str(config), cwd=work, env=env) as server:
         server.initialize()
         listed = server.request("tools/list")["result"]["tools"]
         assert [tool["name"] for tool in listed] == ["Read"]
