@@ -256,7 +256,10 @@ class Reloader:
     async def follow(self, watch: ConfigWatch) -> None:
         """Reload on every change ``watch`` reports, for ever."""
         async for _ in watch.changes():
-            await self.reload()
+            try:
+                await self.reload()
+            except Exception as exc:  # never the end of the server: the next change is tried again
+                log.warning("reloading the configuration failed: %s", describe_exception(exc))
 
     def _failed(self, where: str, exc: Exception) -> None:
         reason = str(exc) if isinstance(exc, AwfError) else describe_exception(exc)

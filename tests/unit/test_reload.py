@@ -11,7 +11,8 @@ import pytest
 from awf_mcp.core.config import ServeOptions, Settings
 from awf_mcp.core.reload import ConfigWatch, compare, watched_files
 from awf_mcp.core.servers import ServerSpec
-from awf_mcp.processes.containment.policy import SandboxPolicy
+from awf_mcp.processes.containment import policy as containment_policy
+from awf_mcp.processes.containment.policy import SandboxPolicy, active_roots
 
 ONE = ServerSpec(name="one", command="one")
 TWO = ServerSpec(name="two", command="two")
@@ -89,6 +90,8 @@ async def test_an_in_process_reload_applies_a_valid_file_and_keeps_the_old_one_o
     from awf_mcp.core.reload import Reloader
 
     monkeypatch.setenv("AWF_MCP_NO_PLUGINS", "1")
+    for name in ("policy", "roots", "own_config"):  # the process's sandbox policy, as it was, after
+        monkeypatch.setattr(containment_policy._active, name, getattr(containment_policy._active, name))
     config = tmp_path / "own.toml"  # named, outside the project (the working directory): the user's own
     work = tmp_path / "work"
     work.mkdir()
@@ -139,3 +142,13 @@ async def test_an_in_process_reload_applies_a_valid_file_and_keeps_the_old_one_o
             assert not await reloader.reload()
         assert reloader.problem is None and reloader.settings.http_auth is None
         assert len([r for r in caplog.records if "http.auth changed" in r.getMessage()]) == 1
+
+        read_before = next(tool.provider for tool in live.registry if tool.name == "Glob")
+        (tmp_path / "sub").mkdir()
+        config.write_text(f'only = ["Glob"]\nroots = ["{tmp_path / "sub"}"]\n')
+        assert await reloader.reload()  # the roots: the built-ins load again, confined to them
+        assert next(tool.provider for tool in live.registry if tool.name == "Glob") is not read_before
+        assert live.invoker.client_roots is not None
+        assert live.invoker.client_roots.configured == (str(tmp_path / "sub"),)
+        assert active_roots() == (str(tmp_path / "sub"),)
+        assert live.invoker.output_budget is None  # gone from the file: back to the default
