@@ -381,7 +381,7 @@ async def _reload_on_hangup(*reloads: Callable[[], None]) -> None:
                 reload()
 
 
-def reloads(options: ServeOptions | None) -> bool:
+def watches_a_config_file(options: ServeOptions | None) -> bool:
     """Whether a ``serve`` with ``options`` has a config file to watch (:func:`live_reload`)."""
     from awf_mcp.core.reload import watched_files
 
@@ -478,7 +478,7 @@ async def serve_http(
                 url,
             )
 
-    reloadable = reloads(options)
+    reloadable = watches_a_config_file(options)
     access = None
     if tokens is not None or auth is not None:
         access = await Access.start(tokens or NamedTokens(), auth)
@@ -539,7 +539,7 @@ async def serve_stdio(
     from awf_mcp.wire.server import McpServer
 
     watch_children_with_pidfds()
-    reloadable = reloads(options)
+    reloadable = watches_a_config_file(options)
     with claim_stdio() as wire:
         agent = AgentInput(FrameReader(wire.read_fd, MAX_MESSAGE_BYTES).frames())
         try:
