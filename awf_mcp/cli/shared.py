@@ -310,8 +310,15 @@ def _run_session(
             os.dup2(fd, target)
             os.close(fd)
         os.chdir(hello["cwd"])
+        environment = {str(k): str(v) for k, v in dict(hello["env"]).items()}
+        if getattr(sys, "frozen", False):
+            # The shim's bootloader variables name its own unpacked copy; this process runs from
+            # the server's: the session gets the user's environment with the server's variables.
+            from awf_mcp.processes.childenv import child_environment, reentry_environment
+
+            environment = reentry_environment(child_environment(environment), dict(os.environ))
         os.environ.clear()
-        os.environ.update({str(k): str(v) for k, v in dict(hello["env"]).items()})
+        os.environ.update(environment)
         os.environ[shim.REPORT_VARIABLE] = str(reports)
         connection.settimeout(None)
         shim.hold_session_control(connection)

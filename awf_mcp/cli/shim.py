@@ -139,8 +139,13 @@ def socket_path(environ: dict[str, str] | os._Environ[str] | None = None) -> str
 
 def _start(path: str) -> int:
     """Start the shared server for ``path`` in a session of its own; its pid."""
+    environment = dict(os.environ)
     if getattr(sys, "frozen", False):
-        argv = [sys.executable, ENTRY, path]
+        # The file the user started, unpacked anew: this shim's own unpacked copy is removed
+        # when it exits, and the server outlives it.
+        from awf_mcp.processes.childenv import child_environment, launched_executable
+
+        argv, environment = [launched_executable(), ENTRY, path], child_environment()
     else:
         argv = [sys.executable, "-m", "awf_mcp", ENTRY, path]
     log = os.path.join(os.path.dirname(path), os.path.basename(path).removesuffix(".sock") + ".log")
@@ -150,7 +155,7 @@ def _start(path: str) -> int:
         return os.posix_spawn(
             argv[0],
             argv,
-            dict(os.environ),
+            environment,
             file_actions=[
                 (os.POSIX_SPAWN_DUP2, null, 0),
                 (os.POSIX_SPAWN_DUP2, null, 1),

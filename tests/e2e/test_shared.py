@@ -64,13 +64,16 @@ def marked(marker: str) -> list[int]:
 class Shared:
     """The shared server of one test: its environment, ``awf-mcp daemon`` and the raw socket."""
 
-    def __init__(self, runtime: Path, **extra: str) -> None:
-        self.env = server_env({"XDG_RUNTIME_DIR": str(runtime), **extra})
-        self.env.pop("AWF_MCP_SHARED", None)
+    def __init__(self, runtime: Path, binary: str | None = None, **extra: str) -> None:
+        self.env = server_env({"XDG_RUNTIME_DIR": str(runtime), "AWF_MCP_SHARED": "1", **extra})
+        self.binary = binary
+
+    def command(self, *args: str) -> list[str]:
+        return [self.binary, *args] if self.binary else server_command(*args)
 
     def daemon(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            server_command("daemon", *args), env=self.env, capture_output=True, text=True, timeout=60
+            self.command("daemon", *args), env=self.env, capture_output=True, text=True, timeout=60
         )
 
     def status(self) -> dict[str, Any]:
@@ -92,7 +95,7 @@ def shared() -> Iterator[Shared]:
 def raw_shim(shared: Shared, root: Path, *args: str) -> subprocess.Popen[bytes]:
     """``awf-mcp serve`` as a client starts it, with pipes the test writes JSON-RPC on."""
     return subprocess.Popen(
-        server_command("serve", "--root", str(root), *args),
+        shared.command("serve", "--root", str(root), *args),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -282,13 +285,23 @@ def test_with_no_session_left_the_server_exits_after_idle_seconds(shared: Shared
 
 
 def test_another_version_or_install_uses_a_server_of_its_own(shared: Shared, tmp_path: Path) -> None:
-    """The server's identity holds the code it runs: the same code on another import path is
-    another install (as an upgrade is another version), and gets its own server."""
+    """The server's identity holds the code it runs: the same code on another import path (or
+    the single executable copied elsewhere) is another install, as an upgrade is another
+    version, and gets its own server."""
     process = raw_shim(shared, tmp_path)
     initialize(process)
     first = shared.status()
-    path = os.pathsep.join(filter(None, [shared.env.get("PYTHONPATH"), str(tmp_path)]))
-    other = Shared(Path(shared.env["XDG_RUNTIME_DIR"]), PYTHONPATH=path)
+    runtime = Path(shared.env["XDG_RUNTIME_DIR"])
+    binary = os.environ.get("AWF_MCP_BINARY")
+    if binary:
+        copy = tmp_path / "elsewhere" / "awf-mcp"
+        copy.parent.mkdir()
+        shutil.copy2(binary, copy)
+        other = Shared(runtime, binary=str(copy))
+    else:
+        other = Shared(
+            runtime, PYTHONPATH=os.pathsep.join(filter(None, [shared.env.get("PYTHONPATH"), str(tmp_path)]))
+        )
     second_process = raw_shim(other, tmp_path)
     initialize(second_process)
     second = other.status()
