@@ -18,11 +18,13 @@ that its process can be found (:func:`~tests.helpers.harness.marked_pids`).
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -310,16 +312,25 @@ def test_sighup_reloads_stdio_serve_at_once(tmp_path: Path, shared: bool) -> Non
     if shared:  # a shared server of this test's own, stopped at the end
         env |= {"AWF_MCP_SHARED": "1", "XDG_RUNTIME_DIR": str(tmp_path / "runtime")}
         (tmp_path / "runtime").mkdir(mode=0o700)
+
+    def sessions() -> int:
+        done = subprocess.run(
+            server_command("daemon", "status", "--json"), env=server_env(env), capture_output=True, timeout=60
+        )
+        return int(json.loads(done.stdout).get("sessions", 0))
+
     try:
-        sighup_reloads(config, work, env)
+        sighup_reloads(config, work, env, sessions if shared else None)
     finally:
         if shared:
             subprocess.run(server_command("daemon", "stop"), env=server_env(env), timeout=60, check=False)
 
 
-def sighup_reloads(config: Path, work: Path, env: dict[str, str]) -> None:
+def sighup_reloads(config: Path, work: Path, env: dict[str, str], sessions: Callable[[], int] | None) -> None:
     with RawServer("--config", str(config), cwd=work, env=env) as server:
         server.initialize()
+        if sessions is not None:
+            assert sessions() == 1  # served by the shared server, through the shim
         listed = server.request("tools/list")["result"]["tools"]
         assert [tool["name"] for tool in listed] == ["Read"]
         same_stat(config, 'only = ["Glob"]\n')
