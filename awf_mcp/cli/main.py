@@ -82,7 +82,7 @@ def serve(argv: Sequence[str]) -> None:
         observer = runtime.observers(runtime.log_call, audit)
         send_audit_events_to(audit.event)  # an upstream tool held back is recorded too
     if launch.transport == "stdio":
-        anyio.run(runtime.serve_stdio, settings, __version__, observer)
+        anyio.run(runtime.serve_stdio, settings, __version__, observer, options)
     else:
         from awf_mcp.state.httptoken import NamedTokens
         from awf_mcp.wire.http import LOOPBACK_HOSTS
@@ -131,6 +131,7 @@ def serve(argv: Sequence[str]) -> None:
                 allow_shell=launch.allow_shell,
                 observer=observer,
                 state_keys=keys,
+                options=options,
             )
 
         anyio.run(run_http)

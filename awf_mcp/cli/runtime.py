@@ -12,7 +12,8 @@
    call observer into a :class:`~awf_mcp.core.calls.ToolInvoker`;
 3. :func:`settle` — move everything start-up allocated (the SDK's and the
    plugins' modules, the registry) out of the garbage collector's reach;
-4. serve until stdin EOF, SIGTERM or SIGINT;
+4. serve until stdin EOF, SIGTERM or SIGINT, the config file watched and reloaded live on a
+   change or SIGHUP (:func:`live_reload`, :mod:`awf_mcp.core.reload`);
 5. :func:`close` — every provider's ``close()``, each bounded in time, so
    shutdown finishes within a second even when a provider hangs.
 
@@ -41,8 +42,9 @@ import gc
 import logging
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -65,12 +67,12 @@ from awf_mcp.errors import UserError, describe_exception
 from awf_mcp.ports import BUILTIN_SOURCE, ToolProvider
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
+    from awf_mcp.core.reload import Reloader
     from awf_mcp.core.servers import ServerSpec
     from awf_mcp.state.httptoken import NamedTokens
     from awf_mcp.state.statekey import StateKeys
     from awf_mcp.wire.framing import Frame, Oversized
+    from awf_mcp.wire.server import McpServer
 
 log = logging.getLogger("awf_mcp")
 
@@ -179,13 +181,20 @@ async def start(
         path_policy=policies.path,
         client_roots=ClientRoots(settings.roots, explicit=settings.roots_explicit),
     )
+    return Runtime(
+        settings=settings,
+        plugins=plugins,
+        registry=registry,
+        invoker=invoker,
+        instructions=instructions_of(settings, plugins),
+    )
+
+
+def instructions_of(settings: Settings, plugins: LoadedPlugins) -> str:
+    """awf-mcp's ``instructions``: its own, the plugins' paragraphs, the upstreams' relayed."""
     instructions = server_instructions(settings, plugin_paragraphs(plugins.manager))
     relayed = upstream_instructions(plugins.records)
-    if relayed:
-        instructions = f"{instructions}\n\n{relayed}"
-    return Runtime(
-        settings=settings, plugins=plugins, registry=registry, invoker=invoker, instructions=instructions
-    )
+    return f"{instructions}\n\n{relayed}" if relayed else instructions
 
 
 async def start_servers(
@@ -364,10 +373,52 @@ def serves_shell(registry: Registry) -> bool:
     return any(tool.definition.source == BUILTIN_SOURCE and tool.original_name == "Bash" for tool in registry)
 
 
-async def _reload_on_hangup(reload: Callable[[], None]) -> None:
+async def _reload_on_hangup(*reloads: Callable[[], None]) -> None:
     with anyio.open_signal_receiver(signal.SIGHUP) as signals:
         async for _ in signals:
-            reload()
+            log.info("received SIGHUP, reloading")
+            for reload in reloads:
+                reload()
+
+
+def watches_a_config_file(options: ServeOptions | None) -> bool:
+    """Whether a ``serve`` with ``options`` has a config file to watch (:func:`live_reload`)."""
+    from awf_mcp.core.reload import watched_files
+
+    return options is not None and bool(watched_files(options, Path.cwd()))
+
+
+def live_reload(
+    runtime: Runtime,
+    server: McpServer,
+    options: ServeOptions,
+    agent: Callable[[], Awaitable[ClientOffer]] | None = None,
+) -> Reloader:
+    """The :class:`~awf_mcp.core.reload.Reloader` of a serving process: it starts servers as start-up
+    did (advertising what the agent supports), and updates the runtime and the instructions."""
+    from awf_mcp.core.reload import Reloader
+
+    async def start_more(settings: Settings, specs: Sequence[ServerSpec]) -> list[PluginRecord]:
+        offer = await agent() if agent is not None else NO_OFFER
+        return await start_servers(replace(settings, servers=tuple(specs)), offer=offer)
+
+    def applied(settings: Settings, plugins: LoadedPlugins) -> None:
+        runtime.settings = settings
+        runtime.instructions = instructions_of(settings, plugins)
+        server.reconfigured(runtime.instructions)
+
+    return Reloader(
+        runtime.settings,
+        options,
+        plugins=runtime.plugins,
+        registry=runtime.registry,
+        invoker=runtime.invoker,
+        catalog=server.catalog,
+        start_servers=start_more,
+        close_providers=close_providers,
+        on_plugin_failure=report_failed_plugin,
+        on_applied=applied,
+    )
 
 
 async def serve_http(
@@ -384,6 +435,7 @@ async def serve_http(
     allow_shell: bool = False,
     observer: Callable[[CallRecord], None] | None = log_call,
     state_keys: StateKeys | None = None,
+    options: ServeOptions | None = None,
 ) -> None:
     """Run ``awf-mcp serve --transport http`` until SIGTERM or SIGINT.
 
@@ -396,7 +448,8 @@ async def serve_http(
     awf-mcp's own) the URL carries the token, and when it is kept in ``token_file`` a
     second line says where and how else to send it. Without a token, a warning says who
     can use the server. ``state_keys`` seal ``request_state`` (:mod:`awf_mcp.state.statekey`; ``None``:
-    a key of this process).
+    a key of this process). With ``options`` (those the settings were loaded with), the config file
+    is watched and reloaded live (:mod:`awf_mcp.core.reload`), and at once on SIGHUP.
     """
     from awf_mcp.state.httptoken import NamedTokens
     from awf_mcp.wire import http
@@ -425,6 +478,7 @@ async def serve_http(
                 url,
             )
 
+    reloadable = watches_a_config_file(options)
     access = None
     if tokens is not None or auth is not None:
         access = await Access.start(tokens or NamedTokens(), auth)
@@ -442,6 +496,7 @@ async def serve_http(
                     version=version,
                     instructions=runtime.instructions,
                     state_keys=state_keys.keys if state_keys is not None else (),
+                    reloadable=reloadable,
                 )
                 if state_keys is not None:
                     log.info("request_state is sealed with %s", state_keys.describe())
@@ -449,8 +504,14 @@ async def serve_http(
                 stop = anyio.Event()
                 async with anyio.create_task_group() as group:
                     group.start_soon(_stop_on_signal, stop.set)
-                    if access is not None:
-                        group.start_soon(_reload_on_hangup, access.reload)
+                    on_hangup = [access.reload] if access is not None else []
+                    if options is not None and reloadable:
+                        reloader = live_reload(runtime, mcp_server, options)
+                        watch = reloader.watch()
+                        group.start_soon(reloader.follow, watch)
+                        on_hangup.append(watch.now)
+                    if on_hangup:
+                        group.start_soon(_reload_on_hangup, *on_hangup)
                     await http.serve_http(
                         mcp_server,
                         host,
@@ -467,21 +528,36 @@ async def serve_http(
 
 
 async def serve_stdio(
-    settings: Settings, version: str, observer: Callable[[CallRecord], None] | None = log_call
+    settings: Settings,
+    version: str,
+    observer: Callable[[CallRecord], None] | None = log_call,
+    options: ServeOptions | None = None,
 ) -> None:
-    """Run ``awf-mcp serve`` on stdio until EOF or a signal; see the module docstring."""
+    """Run ``awf-mcp serve`` on stdio until EOF or a signal; see the module docstring. With ``options``
+    (those the settings were loaded with), the config file is reloaded live, as :func:`serve_http` does."""
     from awf_mcp.wire.framing import MAX_MESSAGE_BYTES, FrameReader, claim_stdio
     from awf_mcp.wire.server import McpServer
 
     watch_children_with_pidfds()
+    reloadable = watches_a_config_file(options)
     with claim_stdio() as wire:
         agent = AgentInput(FrameReader(wire.read_fd, MAX_MESSAGE_BYTES).frames())
         try:
             async with open_runtime(settings, observer=observer, agent=agent.offer) as runtime:
-                server = McpServer(runtime.invoker, version=version, instructions=runtime.instructions)
+                server = McpServer(
+                    runtime.invoker,
+                    version=version,
+                    instructions=runtime.instructions,
+                    reloadable=reloadable,
+                )
                 settle()
                 async with anyio.create_task_group() as group:
                     group.start_soon(_stop_on_signal, group.cancel_scope.cancel)
+                    if options is not None and reloadable:
+                        reloader = live_reload(runtime, server, options, agent.offer)
+                        watch = reloader.watch()
+                        group.start_soon(reloader.follow, watch)
+                        group.start_soon(_reload_on_hangup, watch.now)
                     await server.serve_stdio(wire, agent.frames())
                     log.info("stdin closed, shutting down")
                     group.cancel_scope.cancel()

@@ -43,7 +43,9 @@ configuration order):
   room.
 * A provider that changes its prompts or resources makes the catalog merge again;
   every :meth:`Catalog.watch` listener is awaited with the kind (``prompts`` or
-  ``resources``), as the registry tells of tools.
+  ``resources``), as the registry tells of tools. A live reload gives
+  :meth:`Catalog.reconfigure` the new records and settings: the same merge, and the same
+  listeners for each kind that changed.
 """
 
 from __future__ import annotations
@@ -132,9 +134,16 @@ class Catalog:
         self._runners: dict[int, PromptRunner] = {}
         self._served = self._merge(None)
         self.prompt_invoker = invoker.over(Registry(self._served.prompts.values()), kind="prompt")
-        providers = list(self._providers())
-        self.offers: frozenset[str] = frozenset(_offers(providers))
+        self.offers: frozenset[str] = frozenset(_offers(list(self._providers())))
+        self._hooked: set[int] = set()
+        self._hook_providers()
+
+    def _hook_providers(self) -> None:
+        """Follow the changes, updates and log messages of every provider not yet followed."""
         for record, provider in self._entries():
+            if id(provider) in self._hooked:
+                continue
+            self._hooked.add(id(provider))
             watch = getattr(provider, "watch_offerings", None)
             if callable(watch):
                 watch(self.refresh)
@@ -142,6 +151,22 @@ class Catalog:
                 hooks = getattr(provider, name, None)
                 if isinstance(hooks, list):
                     hooks.append(listeners)
+
+    async def reconfigure(self, records: Sequence[PluginRecord], settings: Settings) -> None:
+        """A live reload (:mod:`awf_mcp.core.reload`): merge ``records`` under ``settings``, through the
+        invoker as it is now; tell the listeners of each kind whose served set changed."""
+        self._records, self._settings = list(records), settings
+        live = {id(provider) for provider in self._providers()}
+        self._hooked &= live
+        self._runners = {key: runner for key, runner in self._runners.items() if key in live}
+        self._hook_providers()
+        self.offers = frozenset(_offers(list(self._providers())))
+        before, after = self._served, self._merge(self._served)
+        self._served = after
+        self.prompt_invoker = self._invoker.over(Registry(after.prompts.values()), kind="prompt")
+        for kind in ("prompts", "resources"):
+            if not _same(kind, before, after):
+                await self._tell(kind)
 
     # ------------------------------------------------------------------ merging
 
@@ -231,16 +256,12 @@ class Catalog:
         """Merge again after a provider's ``kind`` changed; tell the listeners when the served set did."""
         before = self._served
         after = self._merge(before)
-        if kind == "prompts":
-            same = after.prompt_definitions == before.prompt_definitions
-        else:
-            same = [r for r, _ in after.resources.values()] == [r for r, _ in before.resources.values()] and [
-                t.definition for t in after.templates
-            ] == [t.definition for t in before.templates]
         self._served = after
         self.prompt_invoker.registry = Registry(after.prompts.values())
-        if same:
-            return
+        if not _same(kind, before, after):
+            await self._tell(kind)
+
+    async def _tell(self, kind: str) -> None:
         for listener in list(self._listeners):
             try:
                 await listener(kind)
@@ -450,6 +471,15 @@ class Catalog:
                 listener(level, marked, data)
 
         return logged
+
+
+def _same(kind: str, before: _Served, after: _Served) -> bool:
+    """Whether two merges serve the same ``kind`` (``prompts``, or ``resources`` with the templates)."""
+    if kind == "prompts":
+        return after.prompt_definitions == before.prompt_definitions
+    return [r for r, _ in after.resources.values()] == [r for r, _ in before.resources.values()] and [
+        t.definition for t in after.templates
+    ] == [t.definition for t in before.templates]
 
 
 def offerings_of(record: PluginRecord) -> dict[str, list[str]]:

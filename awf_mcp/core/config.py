@@ -12,6 +12,7 @@ Two file formats carry the same keys:
   authorization server of ``serve --transport http`` under ``[http.auth]`` (:class:`HttpAuth`),
   and the sandbox of Bash and the upstreams under ``[sandbox]``
   (:mod:`awf_mcp.processes.containment.policy`; :func:`load` makes it the process's policy).
+  What a file would do, in words, is :mod:`awf_mcp.core.configsummary`'s.
 
 Validation failures raise :class:`~awf_mcp.errors.ConfigError` with one of the
 AWF codes (``USER.MCP_PROXY.UNKNOWN_KEY``, ``...EMPTY_PROXY``; the plugin- and
@@ -38,6 +39,8 @@ from typing import Any
 
 from awf_mcp.budget import MAX_BUDGET, MIN_BUDGET
 from awf_mcp.core import discovery, servers, trust
+from awf_mcp.core.configsummary import describe as describe  # the names config gave them
+from awf_mcp.core.configsummary import sandbox_widening as sandbox_widening
 from awf_mcp.core.discovery import Discovery
 from awf_mcp.core.servers import ServerSpec
 from awf_mcp.errors import ConfigError
@@ -408,55 +411,6 @@ def _shared_idle_seconds(table: object, where: str) -> float | None:
     return float(seconds)
 
 
-def sandbox_widening(policy: SandboxPolicy, subject: str = "Bash and the upstream servers") -> list[str]:
-    """What a ``[sandbox]`` table allows ``subject`` beyond the default, one phrase each (for the
-    trust prompt: widening the sandbox needs the user's approval)."""
-    phrases = []
-    if not policy.contained:
-        phrases.append(f'run {subject} uncontained (mode = "off")')
-    if policy.network:
-        phrases.append(f"let {subject} reach {', '.join(policy.network)}")
-    if policy.allow_write:
-        phrases.append(f"let {subject} write {', '.join(policy.allow_write)}")
-    if policy.env_pass:
-        phrases.append(f"pass {subject} the secret variables {', '.join(policy.env_pass)}")
-    if policy.deny_read:
-        phrases.append(f"hide {', '.join(policy.deny_read)}")
-    return phrases
-
-
-def describe(fields: Mapping[str, Any]) -> list[str]:
-    """What a parsed config file (:func:`parse_file`'s fields) would do, one phrase each, most
-    dangerous first: the commands it starts and the hosts it connects to, then what it widens."""
-    lines: list[str] = []
-    if "sandbox" in fields:
-        lines += sandbox_widening(fields["sandbox"])
-    for spec in fields.get("servers", ()):
-        if not spec.enabled:
-            continue
-        env = f" (env: {', '.join(sorted(spec.env))})" if spec.env else ""
-        if spec.url:
-            lines.append(f"connect to server {spec.name} at {spec.written_url}{env}")
-        else:
-            lines.append(f"start server {spec.name}: {shlex.join([spec.command, *spec.written_args])}{env}")
-        if spec.sandbox:
-            lines += sandbox_widening(SandboxPolicy().for_server(spec.sandbox), f"server {spec.name}")
-    if fields.get("roots"):
-        lines.append(f"confine the tools to {', '.join(fields['roots'])}")
-    if fields.get("builtins") is False:
-        lines.append("turn the built-in tools off")
-    for key in ("only", "exclude"):
-        if fields.get(key):
-            lines.append(f"{key} {', '.join(fields[key])}")
-    if fields.get("renames"):
-        lines.append(f"rename {', '.join(f'{a} to {b}' for a, b in sorted(fields['renames'].items()))}")
-    for name, table in sorted(fields.get("plugin_settings", {}).items()):
-        lines.append(f"set plugin {name}'s {', '.join(sorted(table))}")
-    if fields.get("plugin_tools"):
-        lines.append(f"expose plugin tools of {', '.join(sel.plugin for sel in fields['plugin_tools'])}")
-    return lines
-
-
 @dataclass(frozen=True, slots=True)
 class IgnoredConfig:
     """A config file that was found but not used, because the user has not approved it."""
@@ -531,19 +485,26 @@ def executed_files(fields: Mapping[str, Any], path: Path) -> dict[str, str]:
     return found
 
 
-def load(options: ServeOptions | None = None, *, cwd: str | None = None) -> Settings:
+def activate_sandbox(settings: Settings, options: ServeOptions, workdir: Path) -> None:
+    """Make ``settings``' ``[sandbox]`` the process's policy (:func:`load` does, unless ``quiet``)."""
+    found = find_config(options, workdir)
+    own = found is not None and trust.is_users_own(found[0], named=found[1], cwd=workdir)
+    activate(settings.sandbox, settings.roots, str(found[0].resolve()) if found and own else None)
+
+
+def load(options: ServeOptions | None = None, *, cwd: str | None = None, quiet: bool = False) -> Settings:
     """Merge the config file (``options.config``, else ``./awf-mcp.toml`` if present) with the flags.
 
     Flags win over the file; ``only`` and ``exclude`` add to the file's lists. Relative
     paths on the command line are relative to ``cwd`` (default: the working directory).
     A file that is not the user's own and not approved (:mod:`awf_mcp.core.trust`) is not
     used at all: it is described in :attr:`Settings.ignored_config` and on stderr, once.
+    ``quiet`` (a reload, :mod:`awf_mcp.core.reload`) says nothing and activates no sandbox policy.
     """
     workdir = Path(cwd or os.getcwd())
     settings = Settings()
     options = options or ServeOptions()
     config_file = find_config(options, workdir)
-    own_config = None
     if config_file is not None:
         path, named = config_file
         raw = trust.read_bounded(path)
@@ -558,13 +519,12 @@ def load(options: ServeOptions | None = None, *, cwd: str | None = None) -> Sett
             if isinstance(fields, ConfigError):
                 raise fields
             settings = replace(settings, **fields)
-            if trust.is_users_own(path, named=named, cwd=workdir):
-                own_config = str(path.resolve())
         else:
             would = tuple(describe(fields)) if isinstance(fields, dict) else (f"not even load: {fields}",)
             ignored = IgnoredConfig(verdict, would)
             settings = replace(settings, ignored_config=ignored)
-            _notice_once(ignored)
+            if not quiet:
+                _notice_once(ignored)
 
     overrides: dict[str, Any] = {}
     if options.roots:
@@ -592,5 +552,6 @@ def load(options: ServeOptions | None = None, *, cwd: str | None = None) -> Sett
     for root in settings.roots:
         if not Path(root).is_dir():
             raise ConfigError(f"root directory {root} does not exist or is not a directory; pass --root DIR")
-    activate(settings.sandbox, settings.roots, own_config)
+    if not quiet:
+        activate_sandbox(settings, options, workdir)
     return settings

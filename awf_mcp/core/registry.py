@@ -42,6 +42,12 @@ already served and leaves the newcomer out with a log line; a rename or
 in one assignment, so a reader sees one or the other; a call in flight holds its
 :class:`RegisteredTool` and finishes on it. When the served set changed, every
 :meth:`Registry.watch` listener is awaited (the SDK adapter tells the agent).
+
+A live reload (:mod:`awf_mcp.core.reload`) gives :meth:`Registry.reconfigure` the new
+records and settings: they are checked as :func:`build` checks them (a failure raises and
+leaves the registry as it was), then replace the old ones in place, so every holder of the
+registry (the invoker, the catalog, the SDK adapter) serves the new set; the listeners are
+awaited when the served tools, or the ``[discovery]`` settings that shape their listing, changed.
 """
 
 from __future__ import annotations
@@ -118,6 +124,7 @@ class Registry:
         self._records = list(records)
         self._settings = settings or Settings()
         self._listeners: list[Listener] = []
+        self._watched: dict[int, ChangingProvider] = {}
         self._served: tuple[list[RegisteredTool], dict[str, RegisteredTool]] = ([], {})
         self._replace(tools)
 
@@ -171,6 +178,39 @@ class Registry:
             if record.ok:
                 yield from record.providers
 
+    def watch_providers(self) -> None:
+        """Have every served :class:`ChangingProvider` not yet watched call :meth:`refresh` on a change."""
+        live = {}
+        for entry in self._live_entries():
+            if isinstance(entry.provider, ChangingProvider):
+                live[id(entry.provider)] = entry.provider
+                if id(entry.provider) not in self._watched:
+                    entry.provider.watch_tools(self.refresh)
+        self._watched = live
+
+    async def reconfigure(self, records: Sequence[PluginRecord], settings: Settings) -> bool:
+        """Serve ``records`` under ``settings`` (a reload; see the module docstring). True if the
+        listeners were told; raises as :func:`build` does, leaving the registry unchanged."""
+        chosen = _checked_merge(records, settings)
+        before = self._served[0]
+        discovery_changed = settings.discovery != self._settings.discovery
+        self._records, self._settings = list(records), settings
+        self.watch_providers()
+        after = sorted(chosen.values(), key=lambda tool: tool.name)
+        self._replace(after)
+        if not discovery_changed and _same_served(before, after):
+            return False
+        log.info("the served tools changed: %d tools", len(after))
+        await self._tell()
+        return True
+
+    async def _tell(self) -> None:
+        for listener in list(self._listeners):
+            try:
+                await listener()
+            except Exception as exc:
+                log.warning("a tools-changed listener failed: %s: %s", type(exc).__name__, exc)
+
     async def refresh(self) -> bool:
         """Re-merge after a provider's tool set changed; see the module docstring. True if it changed."""
         for entry in self._live_entries():
@@ -179,18 +219,18 @@ class Registry:
         before = self._served[0]
         chosen = _merge(self._records, self._settings, served=self._served[1])
         after = sorted(chosen.values(), key=lambda tool: tool.name)
-        if [t.definition for t in after] == [t.definition for t in before] and all(
-            a.provider is b.provider for a, b in zip(after, before, strict=True)
-        ):
+        if _same_served(before, after):
             return False
         self._replace(after)
         log.info("the served tools changed: %d tools", len(after))
-        for listener in list(self._listeners):
-            try:
-                await listener()
-            except Exception as exc:
-                log.warning("a tools-changed listener failed: %s: %s", type(exc).__name__, exc)
+        await self._tell()
         return True
+
+
+def _same_served(before: Sequence[RegisteredTool], after: Sequence[RegisteredTool]) -> bool:
+    return [t.definition for t in after] == [t.definition for t in before] and all(
+        a.provider is b.provider for a, b in zip(after, before, strict=True)
+    )
 
 
 def name_problem(name: object) -> str | None:
@@ -491,8 +531,8 @@ def merge_named(
     return _merge(records, settings, served=served)
 
 
-def build(records: Sequence[PluginRecord], settings: Settings) -> Registry:
-    """Merge, validate and select the served tools; see the module docstring."""
+def _checked_merge(records: Sequence[PluginRecord], settings: Settings) -> dict[str, RegisteredTool]:
+    """The served tools by name, every plugin's tools checked first; see the module docstring."""
     for record in records:
         if not record.ok:
             continue
@@ -508,10 +548,13 @@ def build(records: Sequence[PluginRecord], settings: Settings) -> Registry:
             "no tools to serve: the built-ins are off and no plugin contributed a tool",
             code=f"{PROXY_CODE}.EMPTY_PROXY",
         )
-    registry = Registry(chosen.values(), records=records, settings=settings)
-    for entry in registry._live_entries():
-        if isinstance(entry.provider, ChangingProvider):
-            entry.provider.watch_tools(registry.refresh)
+    return chosen
+
+
+def build(records: Sequence[PluginRecord], settings: Settings) -> Registry:
+    """Merge, validate and select the served tools; see the module docstring."""
+    registry = Registry(_checked_merge(records, settings).values(), records=records, settings=settings)
+    registry.watch_providers()
     return registry
 
 

@@ -38,6 +38,8 @@ Public surface
                          clients (awaited by the registry after a re-merge): handshake-era
                          connections that listed them, and ``subscriptions/listen``
                          streams; see :class:`ToolsServer` for what is advertised;
+    ``reconfigured(instructions)``  after a live reload (``reloadable=True``: the lists are
+                         advertised as changing), serve what the catalog offers now;
     ``end_listen_streams()``  end the open listen streams with their result (at
                          stdin EOF and at HTTP shutdown).
 
@@ -153,11 +155,11 @@ class McpServer:
         instructions: str | None = None,
         catalog: Catalog | None = None,
         state_keys: Sequence[bytes] = (),
+        reloadable: bool = False,
     ) -> None:
         self.invoker = invoker
-        self._discovery = invoker.registry.settings.discovery
         self._listing()
-        tools_can_change = invoker.registry.can_change
+        tools_can_change = reloadable or invoker.registry.can_change
         self._listed_by = ListedBy("tools")  # handshake-era connections that listed the tools
         self._listen = ListenStreams()  # the stateless revision's subscriptions/listen streams
         invoker.registry.watch(self.notify_tools_changed)
@@ -176,8 +178,12 @@ class McpServer:
             on_subscriptions_listen=self._listen if can_change else None,
         )
         self.sdk_server.tools_can_change = tools_can_change
-        self.sdk_server.prompts_can_change = "prompts" in offers and "prompts_changed" in offers
-        self.sdk_server.resources_can_change = "resources" in offers and "resources_changed" in offers
+        self.sdk_server.prompts_can_change = "prompts" in offers and (
+            reloadable or "prompts_changed" in offers
+        )
+        self.sdk_server.resources_can_change = "resources" in offers and (
+            reloadable or "resources_changed" in offers
+        )
         self.sdk_server.unadvertised = self.offerings.register(self.sdk_server)
         # Added here: passing it to Server() warns that roots are deprecated as of 2026-07-28.
         self.sdk_server.add_notification_handler(
@@ -210,13 +216,14 @@ class McpServer:
         ``_meta["anthropic/alwaysLoad"]``; for any other, every tool, or past the threshold the
         built-ins and the search."""
         self._definitions = list(self.invoker.registry.definitions())
+        settings = self.invoker.registry.settings.discovery  # a reload may change them
         marked = []
         for definition in self._definitions:
             tool = tool_to_mcp(definition)
-            if discovery.loaded_always(definition, self._discovery):
+            if discovery.loaded_always(definition, settings):
                 tool = tool.model_copy(update={"meta": {**(tool.meta or {}), ALWAYS_LOAD: True}})
             marked.append(tool)
-        offered, _searching = discovery.offered(self._definitions, None, self._discovery)
+        offered, _searching = discovery.offered(self._definitions, None, settings)
         self._tools_loaded_always = types.ListToolsResult(tools=marked)
         self._tools_offered = types.ListToolsResult(tools=[tool_to_mcp(d) for d in offered])
 
@@ -225,6 +232,11 @@ class McpServer:
         self._listing()
         await self._listen.publish(TOOLS_CHANGED)
         await self._listed_by.tell()
+
+    def reconfigured(self, instructions: str) -> None:
+        """After a live reload: serve what the catalog offers now; new connections get ``instructions``."""
+        self.sdk_server.unadvertised = self.offerings.register(self.sdk_server)
+        self.sdk_server.instructions = instructions
 
     def end_listen_streams(self) -> None:
         """End every open ``subscriptions/listen`` stream with its result; refuse new ones (shutdown)."""
