@@ -111,7 +111,8 @@ round's calls/s at its median call), the median of the rounds of :func:`bench_re
 2026-12-06, 10:22-10:29 UTC, on the shared 2-core machine (AMD EPYC, load average 1.6-4.7: other
 work running), in-process serve: the median of six full runs of ``bench/run.py --only relay``
 (0.047-0.069) after the relay's changes of that day (docs/design/performance-history.md, "The
-relay's added latency"); the code before them gave 0.037-0.045 in six runs interleaved with those.
+relay's added latency"); in runs interleaved with those, the code before them (8228933) gave
+0.037-0.045, main of the same minutes (through the shared server) 0.036-0.039.
 The direct call's p50 (45-80 µs from one run to the next) moves the ratio most: one run in six
 of the same code fell below the 10 % margin, so repeat a run that misses before believing it."""
 RELAY_REGRESSION = 0.10
