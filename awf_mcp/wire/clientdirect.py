@@ -44,8 +44,9 @@ from mcp.shared.exceptions import MCPError
 
 log = logging.getLogger("awf_mcp.upstream")
 
-FIRST_ID = 1 << 40
-"""The first id of a direct request: far past any the SDK session counts to, exact in JavaScript."""
+FIRST_ID = 1 << 30
+"""The first id of a direct request: far past any the SDK session counts to (from 0), and within
+a signed 32-bit integer, which is how some servers read a numeric id."""
 
 
 class DirectRequests:
