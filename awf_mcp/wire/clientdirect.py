@@ -19,7 +19,8 @@ Contract
   ``MCPError`` with ``CONNECTION_CLOSED``. Parameters that are not JSON raise ``ValueError``
   before anything is written.
 * Ids are integers from :data:`FIRST_ID` up, apart from the session's (which count from 0), so
-  an answer is never taken from the session nor given to it. An answer to an id of this range
+  an answer is never taken from the session nor given to it (an id echoed as a string of its
+  digits is the same id, as the session has it). An answer to an id of this range
   that no request waits for (it was cancelled) is dropped.
 * A request whose caller is cancelled (the agent's cancellation, a timeout) sends the server
   ``notifications/cancelled`` for it, as the session does.
@@ -73,6 +74,8 @@ class DirectRequests:
         if not isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
             return False
         request_id = message.id
+        if type(request_id) is str and request_id.isdigit() and len(request_id) < 20:
+            request_id = int(request_id)  # a server that echoes ids as strings (the SDK takes it too)
         if type(request_id) is not int or request_id < FIRST_ID:
             return False
         waiter = self._waiting.pop(request_id, None)

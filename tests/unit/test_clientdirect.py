@@ -67,7 +67,8 @@ async def test_the_sessions_messages_are_not_taken() -> None:
     direct, _ = opened()
     assert direct.settle(answer(0, {})) is False
     assert direct.settle(answer(7, {})) is False
-    assert direct.settle(answer(str(FIRST_ID), {})) is False
+    assert direct.settle(answer(str(FIRST_ID - 1), {})) is False
+    assert direct.settle(answer(f"x{FIRST_ID}", {})) is False
     request = types.jsonrpc_message_adapter.validate_python(
         {"jsonrpc": "2.0", "id": FIRST_ID, "method": "roots/list"}
     )
@@ -131,3 +132,17 @@ async def test_arguments_that_are_not_json_write_nothing() -> None:
     with pytest.raises(ValueError):
         await direct.request("tools/call", {"name": "x", "arguments": {"n": math.nan}})
     assert stdin.lines == []
+
+
+async def test_an_id_echoed_as_a_string_is_the_same_id() -> None:
+    direct, _ = opened()
+    results: list[dict[str, Any]] = []
+    async with anyio.create_task_group() as group:
+
+        async def call() -> None:
+            results.append(await direct.request("tools/call", {"name": "echo"}))
+
+        group.start_soon(call)
+        await anyio.wait_all_tasks_blocked()
+        assert direct.settle(answer(str(FIRST_ID), {"content": []})) is True
+    assert results == [{"content": []}]
