@@ -7,8 +7,8 @@ the transport's pump, each a pass of the event loop, with a pydantic model built
 on the way out and the answer routed back the same way: about 0.25 ms of the relay's time
 on each forwarded call, more than the upstream itself takes to answer a simple one. A
 request made here is one JSON line written on the server's stdin; its answer is taken out
-of the stdout reader (:func:`awf_mcp.wire.clientstdio.stdio_streams`) before the session
-would see it, and handed to the waiting call.
+of the session's read stream (:func:`awf_mcp.wire.clientstdio.stdio_streams`) before the
+session would see it, and handed to the waiting call.
 
 Contract
 --------
@@ -18,6 +18,10 @@ Contract
   data, as the session does; a connection that ends first (or cannot be written) raises
   ``MCPError`` with ``CONNECTION_CLOSED``. Parameters that are not JSON raise ``ValueError``
   before anything is written.
+* An answer is taken where the session would have taken it: :meth:`DirectRequests.reads` is the
+  session's read stream less these answers, each settled when the session's reader comes to it,
+  after every message the server sent before it (a log message sent during a call reaches that
+  call before its result, as through the session).
 * Ids are integers from :data:`FIRST_ID` up, apart from the session's (which count from 0), so
   an answer is never taken from the session nor given to it (an id echoed as a string of its
   digits is the same id, as the session has it). An answer to an id of this range
@@ -36,14 +40,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 from collections.abc import Mapping
+from types import TracebackType
 from typing import Any
 
+import anyio
 import mcp_types as types
+from mcp.shared._stream_protocols import ReadStream
 from mcp.shared.exceptions import MCPError
-
-log = logging.getLogger("awf_mcp.upstream")
+from mcp.shared.message import SessionMessage
 
 FIRST_ID = 1 << 30
 """The first id of a direct request: far past any the SDK session counts to (from 0), and within
@@ -82,6 +87,12 @@ class DirectRequests:
         if waiter is not None and not waiter.done():
             waiter.set_result(message)
         return True
+
+    def reads(
+        self, session_reads: ReadStream[SessionMessage | Exception]
+    ) -> ReadStream[SessionMessage | Exception]:
+        """``session_reads`` less the answers to these requests (see the module docstring)."""
+        return _SessionReads(session_reads, self)
 
     def close(self) -> None:
         """The connection has ended: every request still waiting fails with ``CONNECTION_CLOSED``."""
@@ -130,6 +141,40 @@ class DirectRequests:
         }
         with contextlib.suppress(Exception):
             stdin.write(_line(notice))
+
+
+class _SessionReads:
+    """The session's read stream, whose reader settles the answers to direct requests in passing."""
+
+    def __init__(self, inner: ReadStream[SessionMessage | Exception], direct: DirectRequests) -> None:
+        self._inner = inner
+        self._direct = direct
+
+    async def receive(self) -> SessionMessage | Exception:
+        while True:
+            item = await self._inner.receive()
+            if isinstance(item, Exception) or not self._direct.settle(item.message):
+                return item
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _SessionReads:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _SessionReads:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
 
 
 def _line(message: Mapping[str, Any]) -> bytes:

@@ -16,7 +16,8 @@ and stdin.
   (:data:`~awf_mcp.wire.framing.MAX_MESSAGE_BYTES`) ends the connection (the server is
   restarted on the next call), at most about twice that buffered; a line that is not
   JSON-RPC is logged and skipped. An answer to one of the connection's
-  :class:`~awf_mcp.wire.clientdirect.DirectRequests` goes to it, not to the session.
+  :class:`~awf_mcp.wire.clientdirect.DirectRequests` goes to it, not to the session, in the
+  order the server sent it.
 * Its stderr goes to awf-mcp's log at INFO, each line prefixed ``[<server>]`` and cut at
   :data:`STDERR_LINE_CHARS`; the last lines are kept in the connection's
   :class:`~awf_mcp.wire.clientsession.Transcript` for the reason of a failed start.
@@ -189,8 +190,6 @@ async def stdio_streams(
             transcript.fault = f"it printed a line that is not JSON-RPC on stdout: {shown!r}"
             log.warning("%s %s", prefix, transcript.fault)
             return
-        if direct is not None and direct.settle(message):
-            return
         await to_session.send(SessionMessage(message))
 
     async def pump_stdin() -> None:
@@ -219,7 +218,7 @@ async def stdio_streams(
         group.start_soon(pump_stdin)
         group.start_soon(pump_stderr)
         try:
-            yield session_reads, session_writes
+            yield (session_reads if direct is None else direct.reads(session_reads)), session_writes
         finally:
             with anyio.CancelScope(shield=True):
                 await stop_process(process, stdin)

@@ -146,3 +146,32 @@ async def test_an_id_echoed_as_a_string_is_the_same_id() -> None:
         await anyio.wait_all_tasks_blocked()
         assert direct.settle(answer(str(FIRST_ID), {"content": []})) is True
     assert results == [{"content": []}]
+
+
+async def test_an_answer_is_settled_when_the_sessions_reader_reaches_it_after_what_came_before() -> None:
+    from mcp.shared.message import SessionMessage
+
+    direct, _ = opened()
+    send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](8)
+    reads = direct.reads(receive)
+    log = types.jsonrpc_message_adapter.validate_python(
+        {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}}
+    )
+    results: list[dict[str, Any]] = []
+    async with anyio.create_task_group() as group:
+
+        async def call() -> None:
+            results.append(await direct.request("tools/call", {"name": "echo"}))
+
+        group.start_soon(call)
+        await anyio.wait_all_tasks_blocked()
+        for message in (log, answer(FIRST_ID, {"content": []}), answer(3, {})):
+            send.send_nowait(SessionMessage(message))
+        send.close()
+        await anyio.wait_all_tasks_blocked()
+        assert results == []  # nobody has read yet: the answer waits behind the log message
+        first = await reads.receive()
+        assert isinstance(first, SessionMessage) and first.message is log and results == []
+        rest = [item async for item in reads]  # the direct answer is taken out, the session's stays
+        assert [item.message.id for item in rest if isinstance(item, SessionMessage)] == [3]  # type: ignore[union-attr]
+    assert results == [{"content": []}]
