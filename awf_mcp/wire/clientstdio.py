@@ -190,7 +190,10 @@ async def stdio_streams(
             transcript.fault = f"it printed a line that is not JSON-RPC on stdout: {shown!r}"
             log.warning("%s %s", prefix, transcript.fault)
             return
-        await to_session.send(SessionMessage(message))
+        try:  # without a pass of the event loop while the session keeps up (16 messages wait at most)
+            to_session.send_nowait(SessionMessage(message))
+        except anyio.WouldBlock:
+            await to_session.send(SessionMessage(message))
 
     async def pump_stdin() -> None:
         async with from_session:
