@@ -105,16 +105,16 @@ def _percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-REFERENCE_RELAY_RATIO = 0.056
+REFERENCE_RELAY_RATIO = 0.053
 """Relayed / direct calls/s of server-everything's ``echo``, one client, calls in sequence (each
 round's calls/s at its median call), the median of the rounds of :func:`bench_relay`. Recorded
-2026-12-06, 10:22-10:29 UTC, on the shared 2-core machine (AMD EPYC, load average 1.6-4.7: other
-work running), in-process serve: the median of six full runs of ``bench/run.py --only relay``
-(0.047-0.069) after the relay's changes of that day (docs/design/performance-history.md, "The
-relay's added latency"); in runs interleaved with those, the code before them (8228933) gave
-0.037-0.045, main of the same minutes (through the shared server) 0.036-0.039.
-The direct call's p50 (45-80 µs from one run to the next) moves the ratio most: one run in six
-of the same code fell below the 10 % margin, so repeat a run that misses before believing it."""
+2026-12-06, 10:52-10:53 UTC, on the shared 2-core machine (AMD EPYC, load average 2.0-3.5: other
+work running), in-process serve: the median of four full runs of ``bench/run.py --only relay``
+(0.050, 0.052, 0.053, 0.056) after the relay's changes of that day
+(docs/design/performance-history.md, "The relay's added latency"); the code before them
+(8228933), run in turn with those, gave 0.037-0.041.
+The direct call's p50 (45-80 µs from one run to the next) moves the ratio most: earlier runs of
+nearly the same code spread from 0.047 to 0.069, so repeat a run that misses before believing it."""
 RELAY_REGRESSION = 0.10
 """How far below :data:`REFERENCE_RELAY_RATIO` the ratio may fall before its target misses."""
 RELAY_ADDED_P50_US = 500.0
