@@ -50,6 +50,10 @@ options, runs the sections and writes the results; ``bench/servers.py`` starts t
                   (the wheel's ``rg``, else one on PATH), all in one run (``bench/search.py``).
 * ``upstream``    three real upstream MCP servers direct and behind awf-mcp: start-up, echo
                   calls/s (sequential, 16 in flight), added latency, RSS (``bench/upstreams.py``).
+* ``relay``       server-everything's ``echo`` directly and through awf-mcp, one client, calls in
+                  sequence, in alternating back-to-back rounds: calls/s of each, their ratio against
+                  the one recorded (a regression of more than 10 % misses), and the p50 / p99 awf-mcp
+                  adds (``bench/upstreams.py``).
 * ``replicas``    ``serve --transport http``: a plugin tool's calls/s with 32 concurrent
                   stateless clients, one replica directly vs HAProxy to two (``docs/haproxy.cfg``),
                   the CPU each process used, and the latency HAProxy adds (``bench/replicas.py``).
@@ -97,7 +101,7 @@ from replicas import bench_replicas  # noqa: E402
 from search import bench_grep  # noqa: E402
 from servers import Setup  # noqa: E402
 from tokens import bench_tokens  # noqa: E402
-from upstreams import bench_upstream  # noqa: E402
+from upstreams import bench_relay, bench_upstream  # noqa: E402
 from workloads import default_cache_dir, read_file_text  # noqa: E402
 
 SECTIONS = (
@@ -110,6 +114,7 @@ SECTIONS = (
     "exit",
     "grep",
     "upstream",
+    "relay",
     "replicas",
     "tokens",
 )
@@ -125,6 +130,7 @@ BENCHES: dict[str, Callable[[Setup, Report], None]] = {
     "exit": bench_exit,
     "grep": bench_grep,
     "upstream": bench_upstream,
+    "relay": bench_relay,
     "replicas": bench_replicas,
     "tokens": bench_tokens,
 }

@@ -1,4 +1,4 @@
-"""The ``upstream`` section of ``bench/run.py``: three real MCP servers, direct and behind awf-mcp.
+"""The ``upstream`` and ``relay`` sections of ``bench/run.py``: real MCP servers, direct and behind awf-mcp.
 
 The upstreams are server-everything, server-memory (npm, ``tests/upstreams/``) and
 mcp-server-time (PyPI, the test extra), all on stdio. Measured in one run:
@@ -15,6 +15,12 @@ mcp-server-time (PyPI, the test extra), all on stdio. Measured in one run:
   upstream measured after the same work it did behind awf-mcp (server-everything's heap
   grows by about 30 MiB over the echo calls; server-memory and mcp-server-time get none),
   and awf-mcp's own process apart.
+
+The ``relay`` section (:func:`bench_relay`) measures what awf-mcp adds to one forwarded call:
+server-everything's ``echo`` directly and through ``awf-mcp serve``, one client, calls in
+sequence, in back-to-back rounds whose order alternates. Its target is the ratio of the two
+calls/s against the one recorded here (:data:`REFERENCE_RELAY_RATIO`): more than 10 % below it
+is a MISS; a second target is the goal for the added p50.
 
 FastMCP is not installed here, so the ratios to FastMCP's mounted proxy use the figures
 recorded when the targets were set (206 calls/s sequential, 198 with 16 in flight, same
@@ -60,7 +66,8 @@ def _config(setup: Any, argv: dict[str, list[str]]) -> Path:
         lines.append("args = [" + ", ".join(f'"{a}"' for a in args) + "]")
         if name == "memory":
             lines.append(f'env = {{ MEMORY_FILE_PATH = "{setup.work / "memory.jsonl"}" }}')
-    path = setup.work / "upstreams.toml"
+    # Beside the served root, not in it: a config inside the project is inert until approved.
+    path = setup.work.parent / "upstreams.toml"
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -96,6 +103,97 @@ def _in_flight(conn: Connection, tool: str, calls: int, width: int = 16) -> floa
 def _percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+REFERENCE_RELAY_RATIO = 0.053
+"""Relayed / direct calls/s of server-everything's ``echo``, one client, calls in sequence (each
+round's calls/s at its median call), the median of the rounds of :func:`bench_relay`. Recorded
+2026-12-06, 10:52-10:53 UTC, on the shared 2-core machine (AMD EPYC, load average 2.0-3.5: other
+work running), in-process serve: the median of four full runs of ``bench/run.py --only relay``
+(0.050, 0.052, 0.053, 0.056) after the relay's changes of that day
+(docs/design/performance-history.md, "The relay's added latency"); the code before them
+(8228933), run in turn with those, gave 0.037-0.041.
+The direct call's p50 (45-80 µs from one run to the next) moves the ratio most: earlier runs of
+nearly the same code spread from 0.047 to 0.069, so repeat a run that misses before believing it."""
+RELAY_REGRESSION = 0.10
+"""How far below :data:`REFERENCE_RELAY_RATIO` the ratio may fall before its target misses."""
+RELAY_ADDED_P50_US = 500.0
+"""The relay's goal: what awf-mcp adds to a call's p50, in microseconds."""
+
+
+def bench_relay(setup: Any, report: Any) -> None:
+    """The ``relay`` section: server-everything's ``echo`` called directly and through ``awf-mcp serve``,
+    one client, calls in sequence, in alternating back-to-back rounds (the machine's noise hits both
+    alike); the ratio of each round's calls/s, and the latency awf-mcp adds (p50, p99)."""
+    argv = _upstream_argv(setup)
+    if argv is None:
+        report.skip(
+            "relay", "upstreams not installed (npm ci --prefix tests/upstreams; pip install -e '.[test]')"
+        )
+        return
+    everything = {"everything": argv["everything"]}
+    config = _config(setup, everything)
+    # In-process (AWF_MCP_SHARED=0): the relay's own path, without a shared server's lifetime.
+    env = setup.base_env(AWF_MCP_NO_PLUGINS="1", AWF_MCP_SHARED="0")
+    awf = [setup.awf_script, "serve", "--no-builtins", "--root", str(setup.work), "--config", str(config)]
+    awf.extend(["--log-level", "ERROR"])
+    cwd = str(setup.work)
+    rounds, per_round = (6, 200) if setup.quick else (16, 400)
+    direct = Connection(argv["everything"], env=env, cwd=cwd)
+    relayed = Connection(awf, env=env, cwd=cwd)
+    latencies: dict[str, list[float]] = {"direct": [], "relayed": []}
+    rates: dict[str, list[float]] = {"direct": [], "relayed": []}
+    try:
+        direct.handshake()
+        relayed.handshake()
+        order = [("direct", direct, "echo"), ("relayed", relayed, "everything_echo")]
+        for _, conn, tool in order:
+            _sequential(conn, tool, 100)  # warm-up
+        for round_index in range(rounds):
+            for name, conn, tool in order if round_index % 2 == 0 else order[::-1]:
+                _, latency = _sequential(conn, tool, per_round)
+                # The calls/s of the round's median call: one stall of the shared machine (a round's
+                # mean takes it whole) moves it no more than any other call.
+                rates[name].append(1 / statistics.median(latency))
+                latencies[name].extend(latency)
+    finally:
+        direct.kill()
+        relayed.close_stdin_and_wait()
+    ratios = [r / d for r, d in zip(rates["relayed"], rates["direct"], strict=True)]
+    ratio = statistics.median(ratios)
+    added_p50 = (_percentile(latencies["relayed"], 0.5) - _percentile(latencies["direct"], 0.5)) * 1e6
+    added_p99 = (_percentile(latencies["relayed"], 0.99) - _percentile(latencies["direct"], 0.99)) * 1e6
+    note = f"{rounds} rounds of {per_round} calls; calls/s at each round's median call"
+    report.row(
+        "relay", "echo calls/s sequential: direct", statistics.median(rates["direct"]), "calls/s", note
+    )
+    report.row(
+        "relay", "echo calls/s sequential: relayed by awf-mcp", statistics.median(rates["relayed"]), "calls/s"
+    )
+    report.row("relay", "relayed / direct calls/s (median of the rounds)", ratio, "x")
+    report.row("relay", "p50 of a call: direct", _percentile(latencies["direct"], 0.5) * 1e6, "µs")
+    report.row("relay", "p50 of a call: relayed", _percentile(latencies["relayed"], 0.5) * 1e6, "µs")
+    report.row("relay", "added by awf-mcp, p50", added_p50, "µs")
+    report.row("relay", "added by awf-mcp, p99", added_p99, "µs")
+    floor = REFERENCE_RELAY_RATIO * (1 - RELAY_REGRESSION)
+    report.target(
+        f"relay: relayed / direct calls/s >= {floor:.3f} (recorded {REFERENCE_RELAY_RATIO:.3f} - 10%)",
+        ratio,
+        floor,
+        ">=",
+    )
+    report.target(
+        f"relay: added p50 <= {RELAY_ADDED_P50_US:.0f} µs", added_p50, RELAY_ADDED_P50_US, "<=", "µs"
+    )
+    report.details["relay"] = {
+        "rounds": rounds,
+        "calls_per_round": per_round,
+        "calls_per_s": rates,
+        "ratios": ratios,
+        "reference_ratio": REFERENCE_RELAY_RATIO,
+        "added_latency_us": {"p50": added_p50, "p99": added_p99},
+        "p50_us": {name: _percentile(values, 0.5) * 1e6 for name, values in latencies.items()},
+    }
 
 
 def bench_upstream(setup: Any, report: Any) -> None:

@@ -325,8 +325,11 @@ class ToolInvoker:
         finish_progress: Callable[[], None] = _no_pump
         waiting = "the tool"
         pending: InputRequired | None = None
-        async with anyio.create_task_group() as group:
+        # The task group runs the progress pump; a call without progress has no pump, and no group
+        # (leaving one costs a pass of the event loop).
+        async with anyio.create_task_group() if progress is not None else _NO_GROUP as group:
             if progress is not None:
+                assert group is not None
                 context.report_progress, finish_progress = _progress_pump(group, progress)
             token = bind_call_context(context)
             requests_token = bind_upstream_requests(run.upstream_requests)
@@ -450,6 +453,10 @@ def _as_result(name: str, outcome: Any) -> ToolResult:
     if isinstance(outcome, str):
         return ToolResult.text(outcome)
     return ToolResult.error(f'tool "{name}" returned {type(outcome).__name__}, not a ToolResult')
+
+
+_NO_GROUP: contextlib.nullcontext[None] = contextlib.nullcontext()
+"""The task group of a call without progress: none."""
 
 
 def _ignore_progress(progress: float, total: float | None = None, message: str | None = None) -> None:

@@ -34,7 +34,8 @@ Contract
   ended before the agent answered (which is what the server is then told).
 * :func:`call_span` opens one OpenTelemetry span per call (``tools/call NAME``)
   with attributes ``tool.name``, ``tool.source`` and, at the end,
-  ``tool.is_error``. Without a configured exporter the API is a no-op.
+  ``tool.is_error``. Without a configured tracer provider the span is the API's invalid
+  one (a no-op), made current in a few microseconds.
 * :func:`configure_logging` sends the ``awf_mcp`` loggers to stderr or a file, as
   text or JSON lines; a bad level, format or file is a :class:`~awf_mcp.errors.UserError`.
   It imports nothing heavy, so ``serve`` can set up logging before the SDK loads.
@@ -45,6 +46,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import datetime
+import functools
 import json
 import logging
 import os
@@ -296,14 +298,29 @@ class AuditLog:
 
 @contextlib.contextmanager
 def call_span(tool: str, source: str) -> Iterator[Any]:
-    """An OpenTelemetry span around one call; yields the span (set ``tool.is_error`` on it)."""
+    """An OpenTelemetry span around one call; yields the span (set ``tool.is_error`` on it).
+
+    While no tracer provider is configured, the span is the API's invalid one, made current as the
+    API's no-op tracer would, without its layers of context managers (they cost more than the rest
+    of the call path's bookkeeping).
+    """
     from opentelemetry import trace
 
-    tracer = trace.get_tracer("awf_mcp")
-    with tracer.start_as_current_span(
+    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        with trace.use_span(trace.INVALID_SPAN, end_on_exit=True) as span:
+            yield span
+        return
+    with _tracer().start_as_current_span(
         f"tools/call {tool}", attributes={"tool.name": tool, "tool.source": source}
     ) as span:
         yield span
+
+
+@functools.cache
+def _tracer() -> Any:
+    from opentelemetry import trace
+
+    return trace.get_tracer("awf_mcp")
 
 
 def configure_logging(level: str, log_format: str = "text", log_file: str | None = None) -> None:

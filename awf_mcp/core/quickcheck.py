@@ -8,13 +8,15 @@ Contract
 --------
 * :func:`quick_check` returns ``None`` for a schema it does not fully understand: anything
   but ``type: object`` with ``properties`` (each with ``type``, ``minimum``, ``maximum``,
-  ``enum`` of strings, and annotations), ``required`` and a boolean ``additionalProperties``.
-  The caller then always runs the full validator.
+  ``enum`` of strings, and annotations), ``required``, a boolean ``additionalProperties`` and
+  a ``$schema`` naming one of :data:`DIALECTS` (what most upstream servers send: zod's
+  schemas name draft-07). The caller then always runs the full validator.
 * Otherwise it returns a function of the arguments that returns ``True`` only for arguments
   that Draft 2020-12 validation accepts, and ``False`` when in doubt: ``False`` means "run the
   full validator" (``jsonschema`` with RE2 for patterns, :mod:`awf_mcp.core.schemacheck`),
   which words the error. So results and error messages are the full validator's whichever
-  way a call goes.
+  way a call goes. The keywords read here mean the same in every draft of :data:`DIALECTS`
+  (the full validator is the one ``$schema`` names), so one check stands in for each.
 """
 
 from __future__ import annotations
@@ -27,7 +29,22 @@ QuickCheck = Callable[[Mapping[str, Any]], bool]
 """``True``: the arguments are valid; ``False``: ask the full validator."""
 
 _ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comment", "deprecated"})
-_OBJECT_KEYWORDS = frozenset({"type", "properties", "required", "additionalProperties"}) | _ANNOTATIONS
+_OBJECT_KEYWORDS = (
+    frozenset({"type", "properties", "required", "additionalProperties", "$schema"}) | _ANNOTATIONS
+)
+DIALECTS = frozenset(
+    {
+        "http://json-schema.org/draft-04/schema",
+        "http://json-schema.org/draft-06/schema",
+        "http://json-schema.org/draft-07/schema",
+        "https://json-schema.org/draft/2019-09/schema",
+        "https://json-schema.org/draft/2020-12/schema",
+    }
+)
+"""The ``$schema`` values (with or without the trailing ``#``) a quick check is made for: drafts in
+which ``type``, ``properties``, ``required``, ``additionalProperties``, ``enum``, ``minimum`` and
+``maximum`` mean what they mean in Draft 2020-12 (draft-04's boolean ``exclusiveMinimum`` is a
+keyword this module does not read)."""
 _PROPERTY_KEYWORDS = frozenset({"type", "minimum", "maximum", "enum"}) | _ANNOTATIONS
 
 
@@ -87,6 +104,9 @@ def _property_check(schema: Any) -> Callable[[Any], bool] | None:
 def quick_check(schema: Mapping[str, Any]) -> QuickCheck | None:
     """The quick check of arguments against ``schema``; ``None`` when it takes the full validator."""
     if not schema.keys() <= _OBJECT_KEYWORDS or schema.get("type", "object") != "object":
+        return None
+    dialect = schema.get("$schema", "https://json-schema.org/draft/2020-12/schema")
+    if not isinstance(dialect, str) or dialect.removesuffix("#") not in DIALECTS:
         return None
     properties = schema.get("properties", {})
     required = schema.get("required", [])

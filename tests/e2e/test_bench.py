@@ -53,6 +53,29 @@ def test_quick_startup_and_exit_write_well_formed_json(tmp_path: Path) -> None:
     assert any(s["section"] == "startup" and "frozen" in s["reason"] for s in data["skipped"])
 
 
+def test_quick_relay_measures_direct_and_relayed_calls_in_one_run(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    done = subprocess.run(
+        [sys.executable, str(RUN), "--quick", "--only", "relay", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = json.loads(out.read_text(encoding="utf-8"))
+    if data["skipped"]:
+        assert data["skipped"][0]["section"] == "relay"
+        pytest.skip(data["skipped"][0]["reason"])
+    relay = data["details"]["relay"]
+    assert len(relay["ratios"]) == relay["rounds"] == 6
+    assert all(ratio > 0 for ratio in relay["ratios"])
+    targets = {t["name"]: t for t in data["targets"]}
+    [ratio_target] = [t for name, t in targets.items() if name.startswith("relay: relayed / direct calls/s")]
+    assert ratio_target["verdict"] in {"PASS", "MISS"} and ratio_target["op"] == ">="
+    assert "relay: added p50 <= 500 µs" in targets
+
+
 def test_unknown_section_is_refused(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, str(RUN), "--only", "nonsense", "--json", str(tmp_path / "x.json")],

@@ -109,6 +109,16 @@ def test_a_span_is_opened_per_call() -> None:
         span.set_attribute("tool.is_error", False)
 
 
+def test_without_a_tracer_provider_the_call_runs_in_the_invalid_span_as_the_noop_tracer_has_it() -> None:
+    from opentelemetry import trace
+
+    with trace.get_tracer("awf_mcp").start_as_current_span("tools/call demo_a") as noop:
+        pass
+    with call_span("demo_a", "plugin:demo") as span:
+        assert span is noop is trace.INVALID_SPAN
+        assert trace.get_current_span() is trace.INVALID_SPAN
+
+
 @pytest.mark.e2e
 @pytest.mark.anyio
 @pytest.mark.usefixtures("testkit")

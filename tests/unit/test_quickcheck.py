@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
+from jsonschema.validators import validator_for
 
 from awf_mcp.builtins.provider import DEFINITIONS
-from awf_mcp.core.quickcheck import quick_check
+from awf_mcp.core.quickcheck import DIALECTS, quick_check
 
 VALUES: list[Any] = [
     None, True, False, 0, 1, -1, 2, 7, 10**20, 0.0, 1.0, 1.5, -0.5, float("nan"), float("inf"),
@@ -94,8 +95,28 @@ def test_the_builtin_schemas_are_checked_quickly_and_exactly(definition: Any) ->
         {"type": "object", "additionalProperties": {"type": "string"}},
         {"type": "object", "patternProperties": {"^x": {"type": "string"}}},
         {"type": "array"},
-        {"type": "object", "$schema": "http://json-schema.org/draft-07/schema#"},
+        {"type": "object", "$schema": "http://json-schema.org/draft-03/schema#"},
+        {"type": "object", "$schema": "https://example.com/my-dialect"},
+        {"type": "object", "$schema": 7},
     ],
 )
 def test_a_schema_beyond_the_simple_ones_is_left_to_jsonschema(schema: dict[str, Any]) -> None:
     assert quick_check(schema) is None
+
+
+@pytest.mark.parametrize("dialect", [*sorted(DIALECTS), "http://json-schema.org/draft-07/schema#"])
+def test_a_yes_under_a_named_draft_is_a_yes_of_that_draft(dialect: str) -> None:
+    chooser = random.Random(dialect)
+    said_yes = 0
+    for _ in range(200):
+        schema = {"$schema": dialect, **random_schema(chooser)}
+        accepts = quick_check(schema)
+        assert accepts is not None, schema
+        validator = validator_for(schema)(schema)
+        assert validator.META_SCHEMA["$schema"].removesuffix("#") == dialect.removesuffix("#")
+        for _ in range(40):
+            arguments = random_arguments(chooser, NAMES)
+            if accepts(arguments):
+                said_yes += 1
+                assert validator.is_valid(arguments), (schema, arguments)
+    assert said_yes > 500

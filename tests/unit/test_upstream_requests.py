@@ -8,6 +8,7 @@ tested in tests/e2e/test_upstream_requests.py. Also :func:`offer_from_first_mess
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator, Mapping
@@ -358,4 +359,66 @@ async def test_a_retry_with_other_arguments_is_a_new_call_and_suspended_calls_ar
         # Two suspended with room for one: the older upstream call was cancelled, its question refused.
         assert len(refused) == 1 and "ended (answered, timed out or cancelled)" in refused[0]
         session.release.set()
+    await upstream.close()
+
+
+class BackChannel(Channel):
+    """An agent channel with a back-channel (a handshake revision): its calls never end in input_required."""
+
+    stateless = False
+
+
+class TaskRecordingSession(HeldSession):
+    """A HeldSession that records the task each call ran in, and whether it was cancelled."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tasks: list[object] = []
+        self.cancelled = 0
+
+    async def call_tool(
+        self, name: str, arguments: Mapping[str, Any], progress: ProgressCallback | None
+    ) -> ToolResult:
+        self.tasks.append(asyncio.current_task())
+        try:
+            return await super().call_tool(name, arguments, progress)
+        except anyio.get_cancelled_exc_class():
+            self.cancelled += 1
+            raise
+
+
+@pytest.mark.parametrize(("kind", "inline"), [(BackChannel, True), (Channel, False)])
+async def test_with_a_back_channel_the_upstream_call_runs_in_the_agents_call(
+    kind: type, inline: bool
+) -> None:
+    session = TaskRecordingSession()
+    upstream = await provider(session)
+    agent_tasks: list[object] = []
+    results: list[ToolResult] = []
+
+    async def call() -> None:
+        agent_tasks.append(asyncio.current_task())
+        results.append(
+            await hold(upstream, CallContext(tool_name="up_hold", channel=kind("c", {"model": "m"})))
+        )
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(call)
+        await anyio.sleep(0.01)
+        answer = await upstream.answer("sampling/createMessage", SAMPLE)  # routed to the call's agent
+        session.release.set()
+    assert answer == {"answered by": "c", "model": "m"}
+    assert [r.content[0].text for r in results] == ["done"]
+    assert (session.tasks == agent_tasks) is inline
+    await upstream.close()
+
+
+@pytest.mark.parametrize("kind", [BackChannel, Channel])
+async def test_a_cancelled_agents_call_cancels_the_upstream_call(kind: type) -> None:
+    session = TaskRecordingSession()
+    upstream = await provider(session)
+    with anyio.move_on_after(0.05):
+        await hold(upstream, CallContext(tool_name="up_hold", channel=kind("c")))
+    await anyio.sleep(0.01)
+    assert session.cancelled == 1
     await upstream.close()

@@ -96,13 +96,15 @@ request is answered so:
   request carries nothing that ties it to one call; the oldest is the one the upstream has
   been working on longest). The agent's result goes back unchanged.
 * On the stateless revision (2026-07-28) the channel raises
-  :class:`~awf_mcp.ports.InputRequired` instead of answering. The upstream call runs in a
-  task of its own, so the agent's call then ends with that ``input_required`` while the
-  upstream call stays open, **suspended**, its request waiting. The agent's retry (the same
-  tool and arguments, carrying the answer) finds the oldest suspended call of that tool
-  with those arguments, asks its channel the same question (which now finds the answer),
-  sends it upstream, and follows the upstream call again, to its result or its next
-  question. At most :data:`MAX_SUSPENDED` calls of a server are suspended (beyond that
+  :class:`~awf_mcp.ports.InputRequired` instead of answering. There the upstream call runs
+  in a task of its own, so the agent's call then ends with that ``input_required`` while the
+  upstream call stays open, **suspended**, its request waiting (with a back-channel, a
+  channel whose ``stateless`` is false, the upstream call runs inside the agent's call: it
+  cannot be suspended, and a task would cost two passes of the event loop per call). The
+  agent's retry (the same tool and arguments, carrying the answer) finds the oldest
+  suspended call of that tool with those arguments, asks its channel the same question
+  (which now finds the answer), sends it upstream, and follows the upstream call again, to
+  its result or its next question. At most :data:`MAX_SUSPENDED` calls of a server are suspended (beyond that
   the oldest is cancelled upstream), each for at most :data:`SUSPEND_SECONDS` (then its
   request is refused and the upstream call goes on without a follower).
 * Refused, with a JSON-RPC error holding one sentence (:class:`UpstreamRequestRefused`),

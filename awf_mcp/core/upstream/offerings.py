@@ -28,10 +28,11 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from awf_mcp.core.clientchannel import LOG_LEVELS, RequestLog
+from awf_mcp.core.clientchannel import LOG_LEVELS
 from awf_mcp.core.pins import PROMPT, RESOURCE, TEMPLATE, admit_items
 from awf_mcp.core.servers import ServerSpec
 from awf_mcp.core.upstream.listing import Listing
+from awf_mcp.core.upstream.routing import request_log
 from awf_mcp.core.upstream.session import (
     OfferingKind,
     UpstreamFailure,
@@ -203,8 +204,8 @@ class ServerOfferings:
     async def _lower_log_level(self, session: UpstreamSession, context: CallContext) -> None:
         """Ask the server for log messages at the level the agent's request asked for (stateless
         revision), when it was last asked for a less verbose one (or none) on this connection."""
-        channel = context.channel
-        wanted = channel.log_level() if isinstance(channel, RequestLog) else None
+        channel = request_log(context.channel)
+        wanted = channel.log_level() if channel is not None else None
         if wanted is None or "logging" not in self.offers:
             return
         asked = self._log_level_asked

@@ -338,8 +338,9 @@ class UpstreamProvider(ServerOfferings, RequestRouting, AgentSignIn):
     async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
         """Forward a call to the server; see the module docstring.
 
-        The upstream call runs in a task of its own, followed by the agent's call, so that it can
-        outlive an agent's call that ends with ``input_required`` (see "Upstream requests").
+        On the stateless revision the upstream call runs in a task of its own, followed by the
+        agent's call, so that it can outlive an agent's call that ends with ``input_required`` (see
+        "Upstream requests"); with a back-channel it runs inside the agent's call.
         """
         tool = name.removeprefix(self._prefix)
         if self.awaiting_sign_in:
@@ -376,10 +377,17 @@ class UpstreamProvider(ServerOfferings, RequestRouting, AgentSignIn):
         self._in_flight.append(flight)
         progress = _wanted_progress(context)
         forward = None if progress is None else flight.report_progress
-        flight.task = asyncio.get_running_loop().create_task(
-            self._forward(flight, what, action(session, forward)), name=f"awf-mcp {self.spec.name}: {what[1]}"
-        )
-        return await self._follow(flight)
+        if _may_suspend(context):
+            flight.task = asyncio.get_running_loop().create_task(
+                self._forward(flight, what, action(session, forward)),
+                name=f"awf-mcp {self.spec.name}: {what[1]}",
+            )
+            return await self._follow(flight)
+        await self._forward(flight, what, action(session, forward))  # in the agent's call itself
+        if flight.failure is not None:
+            raise flight.failure
+        assert flight.outcome is not None
+        return flight.outcome
 
     async def _forward(self, flight: Flight, what: tuple[str, str], action: Awaitable[ToolResult]) -> None:
         """The upstream request itself; its outcome goes to ``flight``."""
@@ -429,6 +437,15 @@ def _as_failure(exc: BaseException, spec: ServerSpec) -> UpstreamFailure:
 @contextlib.contextmanager
 def _no_limit() -> Any:
     yield
+
+
+def _may_suspend(context: CallContext) -> bool:
+    """Whether the agent's call may end before the upstream's does: on the stateless revision, a
+    question of the server ends it with ``input_required`` (the upstream call then waits, suspended,
+    for the retry). A channel that says it is not ``stateless`` has a back-channel: its calls never
+    end that way, so the upstream call may run inside the agent's call, without a task of its own
+    (two passes of the event loop fewer)."""
+    return getattr(context.channel, "stateless", True) is not False
 
 
 _NO_PROGRESS = CallContext(tool_name="").report_progress
