@@ -21,9 +21,7 @@ Contract
 * An answer is taken where the session would have taken it: :meth:`DirectRequests.reads` is the
   session's read stream less these answers, each settled when the session's reader comes to it,
   after every message the server sent before it (a log message sent during a call reaches that
-  call before its result, as through the session). The requests still waiting fail when that
-  reader reaches the end of the stream (an answer sent just before the server exited is taken),
-  or when the connection closes (:meth:`DirectRequests.close`).
+  call before its result, as through the session).
 * Ids are integers from :data:`FIRST_ID` up, apart from the session's (which count from 0), so
   an answer is never taken from the session nor given to it (an id echoed as a string of its
   digits is the same id, as the session has it). An answer to an id of this range
@@ -154,11 +152,7 @@ class _SessionReads:
 
     async def receive(self) -> SessionMessage | Exception:
         while True:
-            try:
-                item = await self._inner.receive()
-            except (anyio.EndOfStream, anyio.ClosedResourceError):
-                self._direct.close()  # every answer the server sent has been taken: the rest never come
-                raise
+            item = await self._inner.receive()
             if isinstance(item, Exception) or not self._direct.settle(item.message):
                 return item
 

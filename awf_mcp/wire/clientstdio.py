@@ -178,6 +178,8 @@ async def stdio_streams(
                 await _exited(process, 0.2)
                 transcript.exit = _describe_exit(process.returncode)
         finally:
+            if direct is not None:
+                direct.close()
             closed.set()
 
     async def deliver(line: bytes) -> None:
@@ -225,6 +227,4 @@ async def stdio_streams(
                 await stop_process(process, stdin)
             for reader in readers:  # one paused by an over-long line never reads its EOF
                 reader.close()
-            if direct is not None:  # what the session's reader did not reach fails now
-                direct.close()
             group.cancel_scope.cancel()

@@ -175,28 +175,3 @@ async def test_an_answer_is_settled_when_the_sessions_reader_reaches_it_after_wh
         rest = [item async for item in reads]  # the direct answer is taken out, the session's stays
         assert [item.message.id for item in rest if isinstance(item, SessionMessage)] == [3]  # type: ignore[union-attr]
     assert results == [{"content": []}]
-
-
-async def test_an_answer_sent_just_before_the_end_is_taken_and_the_rest_fail_at_the_end() -> None:
-    from mcp.shared.message import SessionMessage
-
-    direct, _ = opened()
-    send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](8)
-    reads = direct.reads(receive)
-    outcomes: list[Any] = []
-
-    async def call() -> None:
-        try:
-            outcomes.append(await direct.request("tools/call", {"name": "echo"}))
-        except MCPError as exc:
-            outcomes.append(exc.error.code)
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(call)
-        group.start_soon(call)
-        await anyio.wait_all_tasks_blocked()
-        send.send_nowait(SessionMessage(answer(FIRST_ID, {"content": []})))
-        send.close()  # the server exited: its stdout ended after that answer
-        assert [item async for item in reads] == []
-    assert outcomes == [{"content": []}, types.CONNECTION_CLOSED]
-    assert not direct.usable
