@@ -145,6 +145,7 @@ class ShellRunner:
         self._calls = 0
         self._warm: tuple[anyio.abc.Process, socket.socket, tuple[object, ...] | None] | None = None
         self._closed = False
+        self._prewarming = False
         self._questions = HostQuestions()
 
     def checked(self, sandbox: Sandbox, arguments: Mapping[str, Any]) -> tuple[str, str]:
@@ -273,8 +274,15 @@ class ShellRunner:
     async def _prewarm(self, confinement: Confinement | None) -> None:
         """Start the keeper of the next call now, while this call's command runs: inside a sandbox
         like ``confinement`` when there is one."""
-        if self._warm is not None or self._closed:
-            return
+        if self._warm is not None or self._closed or self._prewarming:
+            return  # one waiting keeper at most, even with calls started side by side
+        self._prewarming = True
+        try:
+            await self._start_waiting_keeper(confinement)
+        finally:
+            self._prewarming = False
+
+    async def _start_waiting_keeper(self, confinement: Confinement | None) -> None:
         grace = BASH_KILL_GRACE
         if confinement is None:
             keeper, env, control, fd = children.warm_keeper(_KEEPER_ENVIRONMENT, grace)
@@ -295,6 +303,11 @@ class ShellRunner:
             return
         finally:
             os.close(fd)
+        if self._closed:  # closed while it started: it waits for nothing
+            control.close()
+            await stop_group(process)
+            await process.aclose()
+            return
         self._warm = (process, control, None if confinement is None else confinement.key)
 
     async def _supervise(

@@ -197,6 +197,9 @@ def warm_keeper(
     return [*runner, str(os.getpid()), f"{WARM}{fd}", repr(grace)], env, ours, fd
 
 
+WAITING = "waiting"
+"""The ``CWD_FD`` argument of the keeper of a :func:`warm_sandbox`: none, and it waits."""
+
 INSIDE = "inside"
 """The first argument of a keeper run as the *waiter inside a sandbox* (:func:`warm_sandbox`)."""
 
@@ -220,6 +223,7 @@ def warm_sandbox(
     runner, runner_env = _runner(env)
     inside, inside_env = confinement.command([*runner, INSIDE, str(fd)], runner_env)
     keeper, keeper_env = kept_command(inside, inside_env, grace=grace)
+    keeper[-2] = WAITING  # no working directory of its own; and ``ps`` tells it from a working one
     return keeper, keeper_env, ours, fd
 
 
@@ -537,7 +541,7 @@ def main(args: list[str]) -> None:
         os.environ.update(env)
     else:
         argv = [os.environ.pop(f"{KEEPER_ARGV}_{index}") for index in range(int(os.environ.pop(KEEPER_ARGV)))]
-        cwd = int(cwd_fd)
+        cwd = -1 if cwd_fd == WAITING else int(cwd_fd)
     code = keep(int(parent), cwd, float(grace), argv, os.environ.pop(CONFINE_VARIABLE, ""))
     if code < 0:
         if -code not in (signal.SIGKILL, signal.SIGSTOP):  # these cannot be handled, nor reset

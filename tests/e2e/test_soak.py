@@ -107,10 +107,15 @@ def settle(condition: Any, timeout: float = 10.0) -> bool:
     return bool(condition())
 
 
+def _waiting(args: list[bytes]) -> bool:
+    return b"waiting" in args or any(arg.startswith(b"warm:") for arg in args)
+
+
 def working_children(server: int) -> list[int]:
-    """The server's children, but for the keeper waiting for the next Bash call (one at most)."""
+    """The server's children, but for the keeper waiting for the next Bash call (one at most:
+    ``warm:FD`` uncontained, ``waiting`` when its child already waits inside the sandbox)."""
     found = children_of(server)
-    waiting = [pid for pid in found if b"warm:" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    waiting = [pid for pid in found if _waiting(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"))]
     assert len(waiting) <= 1, waiting
     return [pid for pid in found if pid not in waiting]
 
