@@ -14,7 +14,6 @@ Where things are
   forwarding calls, prompts, reads, completions, subscriptions;
 * :mod:`awf_mcp.wire.clientmapping`  the upstream's wire types as domain types;
 * :mod:`awf_mcp.wire.clientstdio`    a server with a ``command``: its process and pipes;
-* :mod:`awf_mcp.wire.clientdirect`   its ``tools/call`` written and answered beside the SDK session;
 * :mod:`awf_mcp.wire.clienthttp`     a server with a ``url``: Streamable HTTP or SSE, and why a
   request failed;
 * :mod:`awf_mcp.wire.oauth`          the stored OAuth tokens an ``auth = "oauth"`` server is
@@ -65,7 +64,6 @@ from pydantic import BaseModel, ValidationError
 from awf_mcp import __version__
 from awf_mcp.core.servers import ServerSpec
 from awf_mcp.core.upstream import NO_OFFER, ClientOffer, UpstreamRequestRefused, offer_from
-from awf_mcp.wire.clientdirect import DirectRequests
 from awf_mcp.wire.clienthttp import http_streams
 from awf_mcp.wire.clientsession import OfferingSession, Transcript, UpstreamConnection
 from awf_mcp.wire.clientstdio import stdio_streams
@@ -160,11 +158,10 @@ async def connect(spec: ServerSpec, cwd: str, auth: Any = None) -> AsyncIterator
     """
     transcript = Transcript(spec)
     closed = anyio.Event()
-    direct = None if spec.url else DirectRequests()
     streams = (
         http_streams(spec, transcript, closed, auth)
         if spec.url
-        else stdio_streams(spec, cwd, transcript, closed, direct)
+        else stdio_streams(spec, cwd, transcript, closed)
     )
     opened: list[UpstreamConnection] = []
 
@@ -188,5 +185,5 @@ async def connect(spec: ServerSpec, cwd: str, auth: Any = None) -> AsyncIterator
             list_roots_callback=list_roots,
         )
         async with session:
-            opened.append(UpstreamConnection(spec, session, transcript, closed, direct))
+            opened.append(UpstreamConnection(spec, session, transcript, closed))
             yield opened[0]

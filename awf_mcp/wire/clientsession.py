@@ -43,11 +43,8 @@ from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp.client.session import ClientSession, _clamp_inbound_ttl, _later_revision_fields
+from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
-from mcp_types.methods import validate_server_result
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from opentelemetry import trace
 from pydantic import BaseModel, ValidationError
 
 from awf_mcp.core.servers import ServerSpec
@@ -64,7 +61,6 @@ from awf_mcp.core.upstream import (
     UpstreamSignedOut,
 )
 from awf_mcp.ports import PROMPT_ROLES, ToolDefinition, ToolResult
-from awf_mcp.wire.clientdirect import DirectRequests
 from awf_mcp.wire.clientmapping import (
     content_from_mcp,
     contents_from_mcp,
@@ -128,18 +124,6 @@ class OfferingSession(ClientSession):
             }
         )
 
-    def call_tool_result(self, raw: dict[str, Any]) -> types.CallToolResult | types.InputRequiredResult | Any:
-        """A ``tools/call`` result as the SDK's :meth:`ClientSession.send_request` reads it: validated
-        against the negotiated revision's result type, then parsed as the session's result types
-        (raises ``pydantic.ValidationError``)."""
-        _clamp_inbound_ttl(raw)
-        version = self.protocol_version or "2025-11-25"
-        with contextlib.suppress(KeyError):
-            validate_server_result("tools/call", version, raw)
-        if not (foreign := _later_revision_fields("tools/call", version)).isdisjoint(raw):
-            raw = {key: value for key, value in raw.items() if key not in foreign}
-        return self._call_tool_adapter.validate_python(raw, by_name=False)
-
     async def validate_tool_result(self, name: str, result: types.CallToolResult) -> None:
         """Nothing: the call path checks structured content against the output schema, matching
         patterns with RE2 off the event loop (:mod:`awf_mcp.core.schemacheck`); the SDK's own
@@ -150,17 +134,10 @@ class UpstreamConnection:
     """A live MCP client session with one upstream server, speaking domain types."""
 
     def __init__(
-        self,
-        spec: ServerSpec,
-        session: OfferingSession,
-        transcript: Transcript,
-        closed: anyio.Event,
-        direct: DirectRequests | None = None,
+        self, spec: ServerSpec, session: OfferingSession, transcript: Transcript, closed: anyio.Event
     ) -> None:
         self.spec = spec
         self.session = session
-        self.direct = direct
-        """The stdio connection's requests beside the session (:mod:`awf_mcp.wire.clientdirect`)."""
         self.transcript = transcript
         self.closed = closed
         self.instructions: str | None = None
@@ -332,12 +309,9 @@ class UpstreamConnection:
                 reporter(progress, total, message)
 
         try:
-            if progress is None and self._direct_calls():
-                result = await self._direct_call(name, arguments)
-            else:
-                result = await self.session.call_tool(
-                    name, dict(arguments), progress_callback=on_progress if progress else None
-                )
+            result = await self.session.call_tool(
+                name, dict(arguments), progress_callback=on_progress if progress else None
+            )
         except MCPError as exc:
             return self._error_result(exc)
         if not isinstance(result, types.CallToolResult):
@@ -346,28 +320,6 @@ class UpstreamConnection:
                 "which awf-mcp does not relay"
             )
         return result_from_mcp(result)
-
-    def _direct_calls(self) -> bool:
-        """Whether a call may go beside the session: a stdio connection that negotiated a handshake
-        revision (a 2026-07-28 request carries the session's ``_meta``), with no tracer provider
-        configured (the session's request carries the trace context, and has its span)."""
-        return (
-            self.direct is not None
-            and self.direct.usable
-            and self.session.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
-            and isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
-        )
-
-    async def _direct_call(self, name: str, arguments: Mapping[str, Any]) -> Any:
-        """``tools/call`` through :attr:`direct`, its result read as the session reads it; arguments
-        that are not JSON (a NaN, say) go through the session."""
-        assert self.direct is not None
-        params = {"name": name, "arguments": dict(arguments)}
-        try:
-            raw = await self.direct.request("tools/call", params)
-        except ValueError:
-            return await self.session.call_tool(name, dict(arguments))
-        return self.session.call_tool_result(raw)
 
     def _error_result(self, exc: MCPError) -> ToolResult:
         """The ``isError`` result of a request the server answered with an error; raises

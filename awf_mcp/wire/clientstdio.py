@@ -15,9 +15,7 @@ and stdin.
 * Its stdout is read by the event loop (no thread): a line over 10 MiB
   (:data:`~awf_mcp.wire.framing.MAX_MESSAGE_BYTES`) ends the connection (the server is
   restarted on the next call), at most about twice that buffered; a line that is not
-  JSON-RPC is logged and skipped. An answer to one of the connection's
-  :class:`~awf_mcp.wire.clientdirect.DirectRequests` goes to it, not to the session, in the
-  order the server sent it.
+  JSON-RPC is logged and skipped.
 * Its stderr goes to awf-mcp's log at INFO, each line prefixed ``[<server>]`` and cut at
   :data:`STDERR_LINE_CHARS`; the last lines are kept in the connection's
   :class:`~awf_mcp.wire.clientsession.Transcript` for the reason of a failed start.
@@ -48,7 +46,6 @@ from awf_mcp.core.servers import ServerSpec, launch_key
 from awf_mcp.core.upstream import UpstreamFailure
 from awf_mcp.processes.childenv import child_environment
 from awf_mcp.processes.upstreamprocess import KEEPER_GRACE_SECONDS, claim, spawn
-from awf_mcp.wire.clientdirect import DirectRequests
 from awf_mcp.wire.clientsession import Transcript
 from awf_mcp.wire.framing import MAX_MESSAGE_BYTES
 
@@ -133,11 +130,7 @@ async def _lines(stdout: asyncio.StreamReader) -> AsyncIterator[bytes | None]:
 
 @contextlib.asynccontextmanager
 async def stdio_streams(
-    spec: ServerSpec,
-    cwd: str,
-    transcript: Transcript,
-    closed: anyio.Event,
-    direct: DirectRequests | None = None,
+    spec: ServerSpec, cwd: str, transcript: Transcript, closed: anyio.Event
 ) -> AsyncIterator[Any]:
     env = child_environment()
     env.update(spec.env)
@@ -158,8 +151,6 @@ async def stdio_streams(
             reason = f"could not start '{spec.command}': {exc.strerror}" if exc.strerror else str(exc)
             raise UpstreamFailure(spec.redact(reason)) from None
     stdin, stdout, stderr, readers = await _pipes(process)
-    if direct is not None:
-        direct.attach(stdin)
 
     to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](16)
@@ -178,8 +169,6 @@ async def stdio_streams(
                 await _exited(process, 0.2)
                 transcript.exit = _describe_exit(process.returncode)
         finally:
-            if direct is not None:
-                direct.close()
             closed.set()
 
     async def deliver(line: bytes) -> None:
@@ -221,7 +210,7 @@ async def stdio_streams(
         group.start_soon(pump_stdin)
         group.start_soon(pump_stderr)
         try:
-            yield (session_reads if direct is None else direct.reads(session_reads)), session_writes
+            yield session_reads, session_writes
         finally:
             with anyio.CancelScope(shield=True):
                 await stop_process(process, stdin)
