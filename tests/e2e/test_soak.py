@@ -112,12 +112,14 @@ def _waiting(args: list[bytes]) -> bool:
 
 
 def working_children(server: int) -> list[int]:
-    """The server's children, but for the keeper waiting for the next Bash call (one at most:
-    ``warm:FD`` uncontained, ``waiting`` when its child already waits inside the sandbox)."""
+    """The server's descendants, but for the keeper waiting for the next Bash call (one at most:
+    ``warm:FD`` uncontained; ``waiting`` when its child already waits inside the sandbox, whose
+    processes are the keeper's descendants and wait too)."""
     found = children_of(server)
     waiting = [pid for pid in found if _waiting(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"))]
     assert len(waiting) <= 1, waiting
-    return [pid for pid in found if pid not in waiting]
+    idle = {*waiting, *(pid for keeper in waiting for pid in children_of(keeper))}
+    return [pid for pid in found if pid not in idle]
 
 
 @pytest.mark.anyio
