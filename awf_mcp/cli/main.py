@@ -19,16 +19,19 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
 
 from awf_mcp import __version__
+
+TYPE_CHECKING = False  # not typing's: every import here is paid by each agent session's shim
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
 
 
 def exit_now_if_threads_linger(code: int) -> None:
     """Exit at once when an abandoned worker thread (a hung tool) would hold the process open."""
+    import threading
+
     if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
         sys.stderr.flush()
         from awf_mcp.cli import shim
@@ -95,6 +98,8 @@ def serve(argv: Sequence[str]) -> None:
             claims=launch.auth_claims,
         )
         host, token = launch.host, launch.token
+        from pathlib import Path
+
         named = Path(launch.token_file) if launch.token_file else None
         given = bool(token or named or auth)
         if host not in LOOPBACK_HOSTS and not given:
@@ -158,6 +163,8 @@ def follow_the_bootloader() -> bool:
     bundle = getattr(sys, "_MEIPASS", None)
     if not sys.platform.startswith("linux") or not getattr(sys, "frozen", False) or bundle is None:
         return False
+    from pathlib import Path
+
     if Path(bundle).resolve().is_relative_to(Path(sys.executable).resolve().parent):
         unpacked = unpacked_by_the_wrapper()
         if unpacked is None:
@@ -190,6 +197,8 @@ def unpacked_by_the_wrapper() -> str | None:
     unless this interpreter runs from that directory, named as staticx names it, and the
     parent process is the very file ``$STATICX_PROG_PATH`` names.
     """
+    from pathlib import Path
+
     directory = os.environ.get("STATICX_BUNDLE_DIR", "")
     started = os.environ.get("STATICX_PROG_PATH", "")
     if not directory or not started or not Path(directory).name.startswith("staticx-"):

@@ -143,7 +143,7 @@ class SharedServer:
         except (OSError, ValueError):
             connection.close()
             return
-        op = hello.get("op")
+        op = hello.op
         if op == "serve" and len(fds) == 3:
             self.fork_session(connection, hello, fds)
         else:
@@ -158,7 +158,7 @@ class SharedServer:
                 self.exit(0)
             connection.close()
 
-    def fork_session(self, connection: socket.socket, hello: dict[str, Any], fds: list[int]) -> None:
+    def fork_session(self, connection: socket.socket, hello: Hello, fds: list[int]) -> None:
         lifeline_read, lifeline_write = os.pipe()
         reports_read, reports_write = os.pipe()
         pid = os.fork()
@@ -174,7 +174,8 @@ class SharedServer:
         os.close(reports_write)
         for fd in fds:
             os.close(fd)
-        _answer(connection, {"session": pid})  # where the shim sends the signals it gets
+        with contextlib.suppress(OSError):  # where the shim sends the signals it gets
+            connection.sendall(f"session {pid}\n".encode())
         connection.close()
         self.sessions[pid] = Session(pid, lifeline_write, reports_read)
         self.idle_since = None
@@ -269,7 +270,17 @@ def upstream_processes(sessions: list[int]) -> list[int]:
     return found
 
 
-def _receive_hello(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
+@dataclass(frozen=True)
+class Hello:
+    """What a connection asks (``serve``, ``status``, ``stop``), and a shim's session."""
+
+    op: str
+    argv: list[str]
+    cwd: str
+    env: dict[str, str]
+
+
+def _receive_hello(connection: socket.socket) -> tuple[Hello, list[int]]:
     header, fds, _flags, _address = socket.recv_fds(connection, 8, 3)
     if len(header) < 8:
         raise ValueError("no hello")
@@ -285,10 +296,8 @@ def _receive_hello(connection: socket.socket) -> tuple[dict[str, Any], list[int]
             raise ValueError("hello cut short")
         chunks.append(chunk)
         remaining -= len(chunk)
-    hello = json.loads(b"".join(chunks))
-    if not isinstance(hello, dict):
-        raise ValueError("hello is not an object")
-    return hello, list(fds)
+    op, argv, cwd, env = shim.parse_hello(b"".join(chunks))
+    return Hello(op, argv, cwd, env), list(fds)
 
 
 def _answer(connection: socket.socket, answer: dict[str, Any]) -> None:
@@ -298,7 +307,7 @@ def _answer(connection: socket.socket, answer: dict[str, Any]) -> None:
 
 
 def _run_session(
-    connection: socket.socket, hello: dict[str, Any], fds: list[int], lifeline: int, reports: int
+    connection: socket.socket, hello: Hello, fds: list[int], lifeline: int, reports: int
 ) -> NoReturn:
     """In the forked session process: become the shim's ``serve``, then report how it ended."""
     code = 1
@@ -309,8 +318,8 @@ def _run_session(
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
-        os.chdir(hello["cwd"])
-        environment = {str(k): str(v) for k, v in dict(hello["env"]).items()}
+        os.chdir(hello.cwd)
+        environment = dict(hello.env)
         if getattr(sys, "frozen", False):
             # The shim's bootloader variables name its own unpacked copy; this process runs from
             # the server's: the session gets the user's environment with the server's variables.
@@ -326,7 +335,7 @@ def _run_session(
         from awf_mcp.cli.main import dispatch
 
         try:
-            dispatch(["serve", *[str(arg) for arg in hello["argv"]]])
+            dispatch(["serve", *hello.argv])
             code = 0
         except SystemExit as exit_:
             code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)

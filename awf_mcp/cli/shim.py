@@ -29,8 +29,13 @@ Standard library only, imported before anything else of awf-mcp.
 from __future__ import annotations
 
 import os
-import socket
 import sys
+from _socket import AF_UNIX, SCM_RIGHTS, SHUT_RDWR, SOCK_STREAM, SOL_SOCKET
+from _socket import socket as Socket  # not the socket module: its enum import costs a shim ms
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 SHARED_VARIABLE = "AWF_MCP_SHARED"
 """``0`` (or ``no``, ``off``, ``false``): serve in-process, as ``serve --no-shared`` does."""
@@ -60,7 +65,7 @@ def wanted(args: list[str], environ: dict[str, str] | os._Environ[str] | None = 
         flag == "--transport" and args[index + 1 : index + 2] == ["http"] for index, flag in enumerate(args)
     ):
         return False
-    if not sys.platform.startswith("linux") or not hasattr(socket, "SO_PEERCRED"):
+    if not sys.platform.startswith("linux"):  # peer credentials (SO_PEERCRED) and passing descriptors
         return False
     try:
         return not os.isatty(0)
@@ -168,7 +173,7 @@ def _start(path: str) -> int:
         os.close(out)
 
 
-def connect(path: str, *, start: bool = True) -> socket.socket | None:
+def connect(path: str, *, start: bool = True) -> Socket | None:
     """A connection to the shared server at ``path``, starting one when none answers (``start``);
     ``None`` when there is none and none could be started."""
     import time
@@ -177,7 +182,7 @@ def connect(path: str, *, start: bool = True) -> socket.socket | None:
     deadline = time.monotonic() + START_SECONDS
     pause = 0.002
     while True:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock = Socket(AF_UNIX, SOCK_STREAM)
         try:
             sock.connect(path)
             return sock
@@ -200,13 +205,32 @@ def connect(path: str, *, start: bool = True) -> socket.socket | None:
         pause = min(pause * 2, 0.05)
 
 
-def send_hello(sock: socket.socket, message: dict[str, object], fds: list[int]) -> None:
-    """One hello (length-prefixed JSON), with ``fds`` passed along with its first bytes."""
-    import json
+def hello_fields(
+    op: str, argv: Sequence[str] = (), cwd: str = "", env: Mapping[str, str] | None = None
+) -> bytes:
+    """A hello's payload: ``op``, ``cwd``, the argument count, the arguments, then ``NAME=VALUE``
+    for each variable, separated by NUL bytes (none of them can hold one)."""
+    fields = [op, cwd, str(len(argv)), *argv, *(f"{name}={value}" for name, value in (env or {}).items())]
+    return b"\0".join(field.encode("utf-8", "surrogateescape") for field in fields)
 
-    payload = json.dumps(message).encode("utf-8", "surrogateescape")
+
+def parse_hello(payload: bytes) -> tuple[str, list[str], str, dict[str, str]]:
+    """``(op, argv, cwd, env)`` of a hello made by :func:`hello_fields`; :class:`ValueError` if malformed."""
+    fields = [field.decode("utf-8", "surrogateescape") for field in payload.split(b"\0")]
+    if len(fields) < 3 or not fields[2].isdigit() or len(fields) < 3 + int(fields[2]):
+        raise ValueError("malformed hello")
+    count = int(fields[2])
+    env = dict(item.partition("=")[::2] for item in fields[3 + count :] if item)
+    return fields[0], fields[3 : 3 + count], fields[1], env
+
+
+def send_hello(sock: Socket, payload: bytes, fds: Sequence[int]) -> None:
+    """One hello (its length in 8 bytes, then :func:`hello_fields`), ``fds`` passed with its first
+    bytes."""
+    import array
+
     header = len(payload).to_bytes(8, "big")
-    socket.send_fds(sock, [header], fds)
+    sock.sendmsg([header], [(SOL_SOCKET, SCM_RIGHTS, array.array("i", fds))] if fds else [])
     sock.sendall(payload)
 
 
@@ -228,7 +252,7 @@ def run(args: list[str]) -> bool:
             file=sys.stderr,
         )
         return False
-    hello = {"op": "serve", "argv": args, "cwd": os.getcwd(), "env": dict(os.environ), "pid": os.getpid()}
+    hello = hello_fields("serve", args, os.getcwd(), os.environ)
     try:
         send_hello(sock, hello, [0, 1, 2])
     except OSError as exc:
@@ -245,12 +269,12 @@ def run(args: list[str]) -> bool:
     return True  # not reached
 
 
-def _wait(sock: socket.socket) -> None:
+def _wait(sock: Socket) -> None:
     """Wait for the session's end and exit with its code, or say why it ended without one.
 
-    The server first names the session's process: SIGTERM, SIGINT and SIGHUP sent to the shim
-    (how a client stops its server) are passed on to it, and it ends as ``serve`` does."""
-    import json
+    The server says, a line each: ``session PID`` (the session's process: SIGTERM, SIGINT and
+    SIGHUP sent to the shim, how a client stops its server, are passed on to it, which ends as
+    ``serve`` does), then ``message TEXT`` (why it ended, for stderr) and ``exit CODE``."""
     import signal
 
     session: list[int] = []
@@ -266,7 +290,7 @@ def _wait(sock: socket.socket) -> None:
 
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, pass_on)
-    ending: dict[str, object] = {}
+    code: int | None = None
     pending = b""
     while True:
         try:
@@ -280,19 +304,14 @@ def _wait(sock: socket.socket) -> None:
         pending += chunk
         *lines, pending = pending.split(b"\n")
         for line in lines:
-            try:
-                said = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(said, dict) and isinstance(said.get("session"), int):
-                session[:] = [said["session"]]
-            elif isinstance(said, dict):
-                ending = said
-    message = ending.get("message")
-    if isinstance(message, str) and message:
-        print(message, file=sys.stderr, flush=True)
-    code = ending.get("exit")
-    if not isinstance(code, int):
+            word, _, rest = line.decode("utf-8", "replace").partition(" ")
+            if word == "session" and rest.isdigit():
+                session[:] = [int(rest)]
+            elif word == "exit" and rest.lstrip("-").isdigit():
+                code = int(rest)
+            elif word == "message":
+                print(rest, file=sys.stderr, flush=True)
+    if code is None:
         print(
             "awf-mcp: the shared awf-mcp server ended this session without an exit status (it was "
             "killed?); the next session starts a new one",
@@ -311,11 +330,13 @@ def request(op: str) -> dict[str, object] | None:
     sock = connect(socket_path(), start=False)
     if sock is None:
         return None
-    with sock:
-        send_hello(sock, {"op": op}, [])
+    try:
+        send_hello(sock, hello_fields(op), [])
         received = b""
         while chunk := sock.recv(65536):
             received += chunk
+    finally:
+        sock.close()
     answer = json.loads(received or b"null")
     return answer if isinstance(answer, dict) else None
 
@@ -336,11 +357,11 @@ def report(settings: object) -> None:
         pass
 
 
-_session_control: socket.socket | None = None
+_session_control: Socket | None = None
 """In a session process of the shared server: its connection to its shim."""
 
 
-def hold_session_control(connection: socket.socket) -> None:
+def hold_session_control(connection: Socket) -> None:
     """Remember this session's connection to its shim (for :func:`end_session`)."""
     global _session_control
     _session_control = connection
@@ -352,11 +373,9 @@ def end_session(code: int, message: str = "") -> None:
     connection, _session_control = _session_control, None
     if connection is None:
         return
-    import json
-
-    ending: dict[str, object] = {"exit": code, **({"message": message} if message else {})}
+    said = f"message {' '.join(message.split())}\n" if message else ""
     try:
-        connection.sendall(json.dumps(ending).encode() + b"\n")
-        connection.shutdown(socket.SHUT_RDWR)
+        connection.sendall(f"{said}exit {code}\n".encode())
+        connection.shutdown(SHUT_RDWR)
     except OSError:
         pass

@@ -343,7 +343,7 @@ def test_another_user_gets_nothing_from_the_socket(shared: Shared, tmp_path: Pat
         f"    s.connect({socket_path!r})\n"
         "except OSError as e:\n"
         "    print('refused', e.errno); sys.exit(0)\n"
-        "p = json.dumps({'op': 'status'}).encode()\n"
+        "p = b'status\\x00\\x000'  # a hello: op, cwd, argument count (awf_mcp.cli.shim.hello_fields)\n"
         "socket.send_fds(s, [len(p).to_bytes(8, 'big')], []); s.sendall(p)\n"
         "s.settimeout(10)\n"
         "try:\n"
