@@ -274,6 +274,7 @@ def main() -> int:
         time.sleep(1.0)
         one_pids = tree(one.process.pid)
         one_pss = sum(pss_kib(pid) for pid in one_pids)
+        one_upstreams = upstream_count(one_pids)
         one.close()
         sessions = [Server(with_upstreams, env, work) for _ in range(args.sessions)]
         for server in sessions:
@@ -287,7 +288,7 @@ def main() -> int:
         print(
             f"{args.sessions} sessions with 2 upstreams: {upstreams} upstream processes "
             f"(target 2: {verdict(upstreams == 2)}); one in-process session with its upstreams "
-            f"{one_pss / 1024:.0f} MiB PSS ({upstream_count(one_pids)} upstream processes)"
+            f"{one_pss / 1024:.0f} MiB PSS ({one_upstreams} upstream processes)"
         )
         print(
             f"memory of the shared server and its {args.sessions} sessions: {shared_pss / 1024:.0f} MiB PSS, "
