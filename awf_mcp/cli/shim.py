@@ -19,8 +19,8 @@ until the session ends and exits with its exit code.
   directory of the user's own; the socket is 0600 and the server checks each peer's uid.
 * Its name holds :func:`identity` (the version and the code it runs): a shim of another
   version or install starts and uses a server of its own, never a stale one.
-* ``AWF_MCP_SHARED=0``, ``serve --no-shared``, ``--transport http``, a terminal on stdin or a
-  platform without ``SO_PEERCRED`` serve in-process, as before. Where the shared server cannot
+* ``AWF_MCP_SHARED=0``, ``serve --no-shared``, ``--transport http``, a terminal on stdin, a
+  platform without ``SO_PEERCRED`` and the single executable serve in-process, as before. Where the shared server cannot
   be reached or started, ``serve`` says so once on stderr and serves in-process.
 
 Standard library only, imported before anything else of awf-mcp.
@@ -66,6 +66,10 @@ def wanted(args: list[str], environ: dict[str, str] | os._Environ[str] | None = 
     ):
         return False
     if not sys.platform.startswith("linux"):  # peer credentials (SO_PEERCRED) and passing descriptors
+        return False
+    if getattr(sys, "frozen", False):
+        # The single executable serves in-process for now: its sessions, forked side by side
+        # from a server run out of an unpacked bundle, were seen to read corrupt bundle data.
         return False
     try:
         return not os.isatty(0)

@@ -644,7 +644,7 @@ async def test_the_binary_serves_in_an_empty_root(tmp_path: Path) -> None:
                 ("Edit", {"path": "notes.txt", "old": "beta", "new": "gamma"}),
                 ("Glob", {"pattern": "*.txt"}),
                 ("Grep", {"pattern": "gam+a"}),
-                # (two unpacked copies through the shared server: the shim's and the server's)
+                # (the first unpacked copy, should there be more than one)
                 (
                     "Bash",
                     {
