@@ -20,8 +20,9 @@ until the session ends and exits with its exit code.
 * Its name holds :func:`identity` (the version and the code it runs): a shim of another
   version or install starts and uses a server of its own, never a stale one.
 * ``AWF_MCP_SHARED=0``, ``serve --no-shared``, ``--transport http``, a terminal on stdin, a
-  platform without ``SO_PEERCRED`` and the single executable serve in-process, as before. Where the shared server cannot
-  be reached or started, ``serve`` says so once on stderr and serves in-process.
+  platform without ``SO_PEERCRED`` and the single executable serve in-process, as before.
+  Where the shared server cannot be reached or started, ``serve`` says so once on stderr and
+  serves in-process.
 
 Standard library only, imported before anything else of awf-mcp.
 """
