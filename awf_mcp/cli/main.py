@@ -66,7 +66,8 @@ def serve(argv: Sequence[str]) -> None:
     from awf_mcp.cli import shim
 
     shim.report(settings)  # in a session of the shared server: its [shared] settings
-    if settings.servers and launch.transport == "stdio":  # before the imports below: starts overlap
+    if settings.servers and launch.transport == "stdio" and not shim.in_session():
+        # before the imports below, so that the starts overlap (a shared session's are shared)
         from awf_mcp.core.servers import launch_early
 
         launch_early(settings.servers, settings.roots)

@@ -31,14 +31,18 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fcntl
+import functools
+import hashlib
 import importlib
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import struct
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -68,11 +72,22 @@ PRELOADED = (
     "awf_mcp.processes.leftovers",
     "awf_mcp.wire.server",
     "awf_mcp.wire.stdio",
+    "awf_mcp.wire.upstreamhub",
     "mcp.client.session",
     "mcp.client.stdio",
     "importlib.metadata",
 )
 """What a session imports, imported once here before any fork."""
+
+
+@dataclass
+class Hub:
+    """One hub forked for a shared upstream (:mod:`awf_mcp.wire.upstreamhub`)."""
+
+    pid: int
+    path: str
+    lifeline: int
+    """The write end of the hub's lifeline pipe: closed (this server gone), the hub ends."""
 
 
 @dataclass
@@ -93,6 +108,9 @@ class SharedServer:
         self.path = path
         self.listener = listener
         self.sessions: dict[int, Session] = {}
+        self.hubs: dict[str, Hub] = {}
+        self.servers_directory = tempfile.mkdtemp(prefix=f"awf-mcp-{os.getpid()}-servers-")
+        """Where the shared upstreams' private directories are (removed when this server exits)."""
         self.started = datetime.now(UTC)
         self.idle_seconds = IDLE_SECONDS
         self.idle_since: float | None = time.monotonic()
@@ -149,7 +167,9 @@ class SharedServer:
         else:
             for fd in fds:
                 os.close(fd)
-            if op == "status":
+            if op == "upstream":
+                _answer(connection, self.hub_for(hello, connection))
+            elif op == "status":
                 _answer(connection, self.status())
             elif op == "stop":
                 stopped = len(self.sessions)
@@ -165,11 +185,8 @@ class SharedServer:
         if pid == 0:
             os.close(lifeline_write)
             os.close(reports_read)
-            self.listener.close()
-            for session in self.sessions.values():
-                os.close(session.lifeline)
-                os.close(session.reports)
-            _run_session(connection, hello, fds, lifeline_read, reports_write)
+            self.forget_in_child()
+            _run_session(self, connection, hello, fds, lifeline_read, reports_write)
         os.close(lifeline_read)
         os.close(reports_write)
         for fd in fds:
@@ -179,6 +196,54 @@ class SharedServer:
         connection.close()
         self.sessions[pid] = Session(pid, lifeline_write, reports_read)
         self.idle_since = None
+
+    def forget_in_child(self) -> None:
+        """In a forked child: close what belongs to this server (its socket, others' lifelines)."""
+        self.listener.close()
+        for session in self.sessions.values():
+            os.close(session.lifeline)
+            os.close(session.reports)
+        for hub in self.hubs.values():
+            os.close(hub.lifeline)
+
+    def hub_for(self, hello: Hello, connection: socket.socket) -> dict[str, Any]:
+        """The socket of the hub running ``hello``'s launch (its first argument is the sessions'
+        note, :func:`~awf_mcp.wire.upstreamhub.share_note`), forked when none runs."""
+        if not hello.argv:
+            return {"error": "no command"}
+        identity = json.dumps([hello.argv, hello.cwd, sorted(hello.env.items())]).encode()
+        key = hashlib.sha256(identity).hexdigest()[:24]
+        self.reap()
+        hub = self.hubs.get(key)
+        if hub is not None and os.path.exists(hub.path):
+            return {"socket": hub.path}
+        path = os.path.join(os.path.dirname(self.path), f"hub-{os.getpid()}-{key}.sock")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_mask = os.umask(0o177)
+        try:
+            listener.bind(path)
+        except OSError as exc:
+            listener.close()
+            return {"error": f"cannot listen on {path}: {exc.strerror or exc}"}
+        finally:
+            os.umask(old_mask)
+        listener.listen(64)
+        lifeline_read, lifeline_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(lifeline_write)
+            connection.close()
+            self.forget_in_child()
+            _become()
+            from awf_mcp.wire.upstreamhub import run_hub
+
+            run_hub(listener, (hello.argv[1:], hello.env, hello.cwd), self.idle_seconds, lifeline_read)
+        os.close(lifeline_read)
+        listener.close()
+        self.hubs[key] = Hub(pid, path, lifeline_write)
+        return {"socket": path}
 
     def read_report(self, session: Session) -> None:
         try:
@@ -204,6 +269,10 @@ class SharedServer:
             if session is not None:
                 os.close(session.lifeline)
                 os.close(session.reports)
+            for key, hub in list(self.hubs.items()):
+                if hub.pid == pid:
+                    os.close(hub.lifeline)
+                    del self.hubs[key]
         if not self.sessions and self.idle_since is None:
             self.idle_since = time.monotonic()
 
@@ -212,7 +281,8 @@ class SharedServer:
             "pid": os.getpid(),
             "socket": self.path,
             "sessions": len(self.sessions),
-            "upstreams": len(upstream_processes(list(self.sessions))),
+            "upstreams": len(upstream_processes([*self.sessions, *(hub.pid for hub in self.hubs.values())])),
+            "shared_upstreams": len(self.hubs),
             "version": __version__,
             "started": self.started.isoformat(timespec="seconds"),
             "idle_seconds": self.idle_seconds,
@@ -221,6 +291,9 @@ class SharedServer:
         }
 
     def stop_sessions(self) -> None:
+        for hub in self.hubs.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(hub.pid, signal.SIGTERM)  # it stops its server as a session would
         for session in self.sessions.values():
             with contextlib.suppress(OSError):
                 os.write(session.lifeline, b"s")  # "stopped": what the session tells its shim
@@ -236,12 +309,16 @@ class SharedServer:
         while self.sessions:
             self.reap()
             time.sleep(0.01)
+        while self.hubs and time.monotonic() < deadline + STOP_GRACE:
+            self.reap()
+            time.sleep(0.01)
 
     def stop_and_exit(self) -> None:
         self.stop_sessions()
         self.exit(0)
 
     def exit(self, code: int) -> NoReturn:
+        shutil.rmtree(self.servers_directory, ignore_errors=True)
         with contextlib.suppress(OSError):
             if os.stat(self.path).st_ino == self.inode:  # unless a newer server took the name
                 os.unlink(self.path)
@@ -306,15 +383,44 @@ def _answer(connection: socket.socket, answer: dict[str, Any]) -> None:
         connection.sendall(json.dumps(answer).encode() + b"\n")
 
 
+def _become() -> None:
+    """In a forked child: the default signal handlers, and no wakeup descriptor of the server's."""
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.set_wakeup_fd(-1)
+
+
+def _ask_hub(path: str, launch: tuple[list[str], dict[str, str], str], note: str) -> str:
+    """In a session: the socket of the hub that runs ``launch`` for sessions with ``note``
+    (:data:`awf_mcp.wire.upstreamhub.Broker`)."""
+    argv, env, cwd = launch
+    sock = shim.connect(path, start=False)
+    if sock is None:
+        raise ConnectionRefusedError(f"the shared server at {path} is gone")
+    try:
+        sock.settimeout(HELLO_SECONDS)
+        shim.send_hello(sock, shim.hello_fields("upstream", [note, *argv], cwd, env), [])
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    finally:
+        sock.close()
+    try:
+        answer = json.loads(received)
+    except ValueError:
+        raise ConnectionError("the shared server gave no hub") from None
+    if not isinstance(answer, dict) or not isinstance(answer.get("socket"), str):
+        raise ConnectionError(str(answer.get("error") if isinstance(answer, dict) else "no hub"))
+    return str(answer["socket"])
+
+
 def _run_session(
-    connection: socket.socket, hello: Hello, fds: list[int], lifeline: int, reports: int
+    server: SharedServer, connection: socket.socket, hello: Hello, fds: list[int], lifeline: int, reports: int
 ) -> NoReturn:
     """In the forked session process: become the shim's ``serve``, then report how it ended."""
     code = 1
     try:
-        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
-            signal.signal(signum, signal.SIG_DFL)
-        signal.set_wakeup_fd(-1)
+        _become()
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
@@ -332,6 +438,11 @@ def _run_session(
         connection.settimeout(None)
         shim.hold_session_control(connection)
         _watch(connection, lifeline)
+        from awf_mcp.processes.containment.layout import share_server_directories
+        from awf_mcp.wire.upstreamhub import use_broker
+
+        share_server_directories(server.servers_directory)
+        use_broker(functools.partial(_ask_hub, server.path))
         from awf_mcp.cli.main import dispatch
 
         try:

@@ -372,6 +372,11 @@ def hold_session_control(connection: Socket) -> None:
     _session_control = connection
 
 
+def in_session() -> bool:
+    """Whether this process is a session of the shared server (its upstreams are shared)."""
+    return _session_control is not None
+
+
 def end_session(code: int, message: str = "") -> None:
     """In a session process: tell its shim, once, the exit code (and why), before it exits."""
     global _session_control

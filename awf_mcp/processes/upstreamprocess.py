@@ -95,15 +95,39 @@ def spawn(
     own ``sandbox`` table over it; ``named`` are the variables its ``env`` table sets, which
     pass whatever their name.
     """
+    argv, environment = contained_launch(command, args, env, server=server, sandbox=sandbox, named=named)
+    return start_kept(argv, environment, cwd)
+
+
+def contained_launch(
+    command: str,
+    args: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    server: str = "",
+    sandbox: Mapping[str, Any] | None = None,
+    named: Sequence[str] = (),
+) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment that run server ``server`` contained (on Linux), before
+    its keeper: what :func:`start_kept` starts. The same server, policy and roots give the same
+    launch, whatever process computes it (the shared server's sessions compare launches)."""
     executable = command if os.sep in command else shutil.which(command, path=env.get("PATH"))
     if not executable:
         raise FileNotFoundError(f"command '{command}' was not found on PATH")
     argv, environment = [executable, *args], {**env, UPSTREAM_VARIABLE: server or os.path.basename(command)}
     if sys.platform.startswith("linux"):
         confinement = prepare("server", server=server or os.path.basename(command), table=sandbox)
-        argv, environment = children.kept_command(
-            argv, environment, grace=KEEPER_GRACE_SECONDS, confinement=confinement, named=named
-        )
+        if confinement is not None:
+            argv, environment = confinement.command(argv, environment, named)
+    return argv, environment
+
+
+def start_kept(argv: Sequence[str], env: Mapping[str, str], cwd: str) -> subprocess.Popen[bytes]:
+    """Start a :func:`contained_launch` under a keeper of this process (on Linux), with pipes on
+    its standard streams, in a new session."""
+    argv, environment = list(argv), dict(env)
+    if sys.platform.startswith("linux"):
+        argv, environment = children.kept_command(argv, environment, grace=KEEPER_GRACE_SECONDS)
     return subprocess.Popen(
         argv,
         stdin=subprocess.PIPE,

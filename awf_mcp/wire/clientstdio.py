@@ -31,10 +31,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import signal
-import subprocess
-from asyncio.streams import FlowControlMixin
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -45,87 +41,15 @@ from mcp.shared.message import SessionMessage
 from awf_mcp.core.servers import ServerSpec, launch_key
 from awf_mcp.core.upstream import UpstreamFailure
 from awf_mcp.processes.childenv import child_environment
-from awf_mcp.processes.upstreamprocess import KEEPER_GRACE_SECONDS, claim, spawn
+from awf_mcp.processes.upstreamprocess import claim, contained_launch, spawn
+from awf_mcp.wire import upstreamhub
 from awf_mcp.wire.clientsession import Transcript
 from awf_mcp.wire.framing import MAX_MESSAGE_BYTES
+from awf_mcp.wire.processpipes import describe_exit, exited, lines, pipes, stop_process
 
 log = logging.getLogger("awf_mcp.upstream")
 
-STDIN_GRACE_SECONDS = 0.2
-TERM_GRACE_SECONDS = KEEPER_GRACE_SECONDS + 0.3
-"""After SIGTERM, the time the server's keeper has to end what it left before the group is SIGKILLed."""
 STDERR_LINE_CHARS = 2000
-
-
-async def _exited(process: subprocess.Popen[bytes], seconds: float) -> bool:
-    with anyio.move_on_after(seconds):
-        while process.poll() is None:
-            await anyio.sleep(0.01)
-    return process.poll() is not None
-
-
-def _kill_group(process: subprocess.Popen[bytes], signum: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signum)
-
-
-async def stop_process(process: subprocess.Popen[bytes], stdin: asyncio.StreamWriter) -> None:
-    """Close stdin, then SIGTERM and SIGKILL the process group after short graces."""
-    with contextlib.suppress(Exception):
-        stdin.close()
-    if not await _exited(process, STDIN_GRACE_SECONDS):
-        _kill_group(process, signal.SIGTERM)
-        if not await _exited(process, TERM_GRACE_SECONDS):
-            _kill_group(process, signal.SIGKILL)
-    _kill_group(process, signal.SIGKILL)  # whatever the server left in its group
-
-
-def _describe_exit(code: int | None) -> str:
-    if code is None:
-        return "it closed its stdout"
-    if code < 0:
-        try:
-            return f"it was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"it was killed by signal {-code}"
-    return f"it exited with code {code}"
-
-
-async def _pipes(
-    process: subprocess.Popen[bytes],
-) -> tuple[asyncio.StreamWriter, asyncio.StreamReader, asyncio.StreamReader, list[asyncio.BaseTransport]]:
-    """The event loop's writer for the process's stdin, readers for its stdout and stderr, and
-    the readers' transports (to close once the process is stopped).
-
-    Both are read by the event loop itself, with no thread: a forwarded call's answer reaches
-    the session without a hand-over between threads. The stdout reader holds at most about
-    twice :data:`~awf_mcp.wire.framing.MAX_MESSAGE_BYTES` before it stops reading.
-    """
-    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
-    loop = asyncio.get_running_loop()
-    transport, protocol = await loop.connect_write_pipe(FlowControlMixin, process.stdin)
-    stdin = asyncio.StreamWriter(transport, protocol, None, loop)
-    stdout = asyncio.StreamReader(limit=MAX_MESSAGE_BYTES)
-    out, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdout), process.stdout)
-    stderr = asyncio.StreamReader(limit=1 << 16)
-    err, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stderr), process.stderr)
-    return stdin, stdout, stderr, [out, err]
-
-
-async def _lines(stdout: asyncio.StreamReader) -> AsyncIterator[bytes | None]:
-    """Each non-empty line of ``stdout`` (stripped), ``None`` for one over the limit (then stops)."""
-    while True:
-        try:
-            line = await stdout.readuntil(b"\n")
-        except asyncio.LimitOverrunError:
-            yield None
-            return
-        except asyncio.IncompleteReadError as exc:  # EOF: a last line without its newline
-            if exc.partial.strip():
-                yield exc.partial.strip()
-            return
-        if line.strip():
-            yield line.strip()
 
 
 @contextlib.asynccontextmanager
@@ -134,6 +58,16 @@ async def stdio_streams(
 ) -> AsyncIterator[Any]:
     env = child_environment()
     env.update(spec.env)
+    if upstreamhub.sharing():
+        try:
+            argv, environment = contained_launch(
+                spec.command, spec.args, env, server=spec.name, sandbox=spec.sandbox, named=tuple(spec.env)
+            )
+        except OSError as exc:
+            raise UpstreamFailure(spec.redact(_could_not_start(spec, exc))) from None
+        async with _hub_streams(spec, (argv, environment, cwd), transcript, closed) as streams:
+            yield streams
+        return
     key = launch_key(spec, env, cwd)
     process = claim(spec.name, key)
     if process is None:
@@ -148,51 +82,21 @@ async def stdio_streams(
                 named=tuple(spec.env),
             )
         except OSError as exc:
-            reason = f"could not start '{spec.command}': {exc.strerror}" if exc.strerror else str(exc)
-            raise UpstreamFailure(spec.redact(reason)) from None
-    stdin, stdout, stderr, readers = await _pipes(process)
-
+            raise UpstreamFailure(spec.redact(_could_not_start(spec, exc))) from None
+    stdin, stdout, stderr, readers = await pipes(process)
     to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](16)
-    prefix = f"[{spec.name}]"
+    relay = _Relay(spec, transcript, to_session)
 
     async def pump_stdout() -> None:
         try:
             async with to_session:
-                async for line in _lines(stdout):
-                    if line is None:
-                        transcript.fault = f"it sent a message over the {MAX_MESSAGE_BYTES}-byte limit"
-                        log.warning("%s %s; closing the connection", prefix, transcript.fault)
-                        return
-                    await deliver(line)
-                # EOF: say how the process ended before the session learns that the connection did.
-                await _exited(process, 0.2)
-                transcript.exit = _describe_exit(process.returncode)
+                if await relay.pump(stdout):
+                    # EOF: say how the process ended before the session learns that the connection did.
+                    await exited(process, 0.2)
+                    transcript.exit = describe_exit(process.returncode)
         finally:
             closed.set()
-
-    async def deliver(line: bytes) -> None:
-        try:
-            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-        except Exception:
-            shown = spec.redact(line[:200].decode("utf-8", "replace"))
-            transcript.fault = f"it printed a line that is not JSON-RPC on stdout: {shown!r}"
-            log.warning("%s %s", prefix, transcript.fault)
-            return
-        try:  # without a pass of the event loop while the session keeps up (16 messages wait at most)
-            to_session.send_nowait(SessionMessage(message))
-        except anyio.WouldBlock:
-            await to_session.send(SessionMessage(message))
-
-    async def pump_stdin() -> None:
-        async with from_session:
-            async for session_message in from_session:
-                data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                try:
-                    stdin.write(data.encode() + b"\n")
-                    await stdin.drain()
-                except (ConnectionError, OSError, RuntimeError):
-                    return
 
     async def pump_stderr() -> None:
         pending = b""
@@ -200,14 +104,11 @@ async def stdio_streams(
             *lines, pending = (pending + chunk).split(b"\n")
             pending = pending[-STDERR_LINE_CHARS:]
             for raw in lines:
-                line = spec.redact(raw[:STDERR_LINE_CHARS].decode("utf-8", "replace").rstrip())
-                if line:
-                    transcript.stderr_tail.append(line)
-                    log.info("%s %s", prefix, line)
+                relay.stderr_line(raw)
 
     async with anyio.create_task_group() as group:
         group.start_soon(pump_stdout)
-        group.start_soon(pump_stdin)
+        group.start_soon(_pump_stdin, from_session, stdin)
         group.start_soon(pump_stderr)
         try:
             yield session_reads, session_writes
@@ -216,4 +117,120 @@ async def stdio_streams(
                 await stop_process(process, stdin)
             for reader in readers:  # one paused by an over-long line never reads its EOF
                 reader.close()
+            group.cancel_scope.cancel()
+
+
+def _could_not_start(spec: ServerSpec, exc: OSError) -> str:
+    return f"could not start '{spec.command}': {exc.strerror}" if exc.strerror else str(exc)
+
+
+class _Relay:
+    """What the server sends, to the SDK session: its messages, its stderr, its faults."""
+
+    def __init__(self, spec: ServerSpec, transcript: Transcript, to_session: Any) -> None:
+        self.spec = spec
+        self.transcript = transcript
+        self.to_session = to_session
+        self.prefix = f"[{spec.name}]"
+
+    async def pump(self, stdout: asyncio.StreamReader, notes: bool = False) -> bool:
+        """Deliver each line of ``stdout`` until its end (``True``) or one over the limit
+        (``False``); with ``notes``, a line starting ``#`` is the shared server's
+        (:mod:`awf_mcp.wire.upstreamhub`): ``#stderr LINE`` or ``#exit HOW``."""
+        async for line in lines(stdout):
+            if line is None:
+                self.transcript.fault = f"it sent a message over the {MAX_MESSAGE_BYTES}-byte limit"
+                log.warning("%s %s; closing the connection", self.prefix, self.transcript.fault)
+                return False
+            if notes and line.startswith(b"#"):
+                word, _, rest = line[1:].partition(b" ")
+                if word == b"stderr":
+                    self.stderr_line(rest)
+                elif word == b"exit":
+                    self.transcript.exit = rest.decode("utf-8", "replace")
+                continue
+            await self.deliver(line)
+        return True
+
+    async def deliver(self, line: bytes) -> None:
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except Exception:
+            shown = self.spec.redact(line[:200].decode("utf-8", "replace"))
+            self.transcript.fault = f"it printed a line that is not JSON-RPC on stdout: {shown!r}"
+            log.warning("%s %s", self.prefix, self.transcript.fault)
+            return
+        try:  # without a pass of the event loop while the session keeps up (16 messages wait at most)
+            self.to_session.send_nowait(SessionMessage(message))
+        except anyio.WouldBlock:
+            await self.to_session.send(SessionMessage(message))
+
+    def stderr_line(self, raw: bytes) -> None:
+        line = self.spec.redact(raw[:STDERR_LINE_CHARS].decode("utf-8", "replace").rstrip())
+        if line:
+            self.transcript.stderr_tail.append(line)
+            log.info("%s %s", self.prefix, line)
+
+
+def _wire(session_message: SessionMessage) -> bytes:
+    return session_message.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+
+
+async def _pump_stdin(from_session: Any, stdin: asyncio.StreamWriter) -> None:
+    async with from_session:
+        async for session_message in from_session:
+            try:
+                stdin.write(_wire(session_message))
+                await stdin.drain()
+            except (ConnectionError, OSError, RuntimeError):
+                return
+
+
+@contextlib.asynccontextmanager
+async def _hub_streams(
+    spec: ServerSpec, launch: upstreamhub.Launch, transcript: Transcript, closed: anyio.Event
+) -> AsyncIterator[Any]:
+    """The server's process as the shared server runs it for every session with the same
+    launch and the same first message (:mod:`awf_mcp.wire.upstreamhub`). The connection opens
+    with the session's first message, which is part of what is shared; closing it releases the
+    process (the shared server stops it when no session holds it for ``[shared] idle_seconds``)."""
+    to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+    session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](16)
+    relay = _Relay(spec, transcript, to_session)
+    held: list[asyncio.StreamWriter] = []
+
+    async def run() -> None:
+        try:
+            async with to_session:
+                try:
+                    first = await from_session.receive()
+                except (anyio.EndOfStream, anyio.ClosedResourceError):
+                    return
+                data = _wire(first)
+                try:
+                    reader, writer = await upstreamhub.open_shared(launch, data)
+                except OSError as exc:
+                    transcript.fault = spec.redact(f"the shared server could not run it: {exc}")
+                    log.warning("[%s] %s", spec.name, transcript.fault)
+                    return
+                held.append(writer)
+                writer.write(data)
+                async with anyio.create_task_group() as pumps:
+
+                    async def pump_out() -> None:
+                        await relay.pump(reader, notes=True)
+                        pumps.cancel_scope.cancel()
+
+                    pumps.start_soon(pump_out)
+                    pumps.start_soon(_pump_stdin, from_session, writer)
+        finally:
+            closed.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        try:
+            yield session_reads, session_writes
+        finally:
+            for writer in held:
+                writer.close()
             group.cancel_scope.cancel()

@@ -377,3 +377,82 @@ def test_another_user_gets_nothing_from_the_socket(shared: Shared, tmp_path: Pat
             os.chmod(path, 0o700)
         os.chmod(socket_path, 0o600)
     process.kill()
+
+
+FAKE_UPSTREAM = Path(__file__).resolve().parents[1] / "upstreams" / "fake_upstream.py"
+
+
+def two_upstreams(directory: Path, marker: str) -> Path:
+    """The user's own config (named, outside the project) with two stdio upstreams."""
+    config = directory / "awf-mcp.toml"
+    servers = "".join(
+        f'[servers.{name}]\ncommand = "{sys.executable}"\nargs = ["{FAKE_UPSTREAM}", "good"]\n'
+        f'env = {{ TEST_MARK = "{marker}" }}\n'
+        for name in ("one", "two")
+    )
+    config.write_text(servers)
+    return config
+
+
+def upstream_servers(marker: str) -> list[int]:
+    """The upstream server processes themselves (not their keepers): marked, running Python."""
+    found = []
+    for pid in marked(marker):
+        with contextlib.suppress(OSError):
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if argv[1:2] == [str(FAKE_UPSTREAM).encode()]:
+                found.append(pid)
+    return found
+
+
+def test_eight_sessions_share_two_upstream_processes(shared: Shared, tmp_path: Path) -> None:
+    """8 sessions with the same two upstreams, in one directory: 2 upstream processes, every
+    session's calls answered (each its own answer, by id), and the processes released: they
+    stop once no session holds them for ``idle_seconds``."""
+    marker = f"share-{os.getpid()}"
+    config = two_upstreams(tmp_path, marker)
+    config.write_text("[shared]\nidle_seconds = 2\n" + config.read_text())
+    project = tmp_path / "project"
+    project.mkdir()
+    answers: dict[int, list[str]] = {}
+    counted: dict[str, Any] = {}
+
+    async def one(index: int, ready: anyio.Event, all_ready: anyio.Event) -> None:
+        async with mcp_session(
+            "--root", str(project), "--config", str(config), cwd=project, env=shared.env
+        ) as s:
+            said = []
+            for name in ("one_wait", "two_wait", "one_echo_input"):
+                with contextlib.suppress(Exception):
+                    tools = {tool.name for tool in (await s.list_tools()).tools}
+                    assert name in tools or name == "one_echo_input", tools
+                if name != "one_echo_input":
+                    said.append(text_of(await s.call_tool(name, {"seconds": 0.05 * (index % 3)})))
+            answers[index] = said
+            ready.set()
+            await all_ready.wait()
+
+    async def run() -> None:
+        events = [anyio.Event() for _ in range(8)]
+        all_ready = anyio.Event()
+
+        async def gate() -> None:
+            for event in events:
+                await event.wait()
+            counted["status"] = await anyio.to_thread.run_sync(shared.status)
+            counted["servers"] = upstream_servers(marker)
+            all_ready.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(gate)
+            for index in range(8):
+                group.start_soon(one, index, events[index], all_ready)
+
+    anyio.run(run)
+    assert sorted(answers) == list(range(8))
+    for said in answers.values():
+        assert said == ["waited", "waited"], said
+    assert counted["status"]["sessions"] == 8, counted
+    assert len(counted["servers"]) == 2, counted
+    assert counted["status"]["upstreams"] == 2, counted
+    wait_until(lambda: not upstream_servers(marker), "the released upstreams stop after idle_seconds")

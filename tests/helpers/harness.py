@@ -65,12 +65,13 @@ def server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
     ``serve`` runs in-process (``AWF_MCP_SHARED=0``): these tests look at the server process
     itself (its children, descriptors, memory, signals). tests/e2e/test_shared.py and the
-    real-agent tests (tests/agents/) go through the shim and the shared server instead.
+    real-agent tests (tests/agents/) go through the shim and the shared server instead, and so
+    does every test with ``AWF_MCP_TEST_SHARED=1`` (to run a suite through shared upstreams).
     """
     env = dict(os.environ)
     env.pop("AWF_MCP_PLUGINS", None)
     env.pop("AWF_MCP_NO_PLUGINS", None)
-    env["AWF_MCP_SHARED"] = "0"
+    env["AWF_MCP_SHARED"] = "1" if os.environ.get("AWF_MCP_TEST_SHARED") == "1" else "0"
     env.update(extra or {})
     return env
 

@@ -15,6 +15,7 @@ only when a directory on the way changes (:func:`carved`).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import os
 import shutil
@@ -139,9 +140,21 @@ def _private_base() -> str:
     return base
 
 
+_shared_base: list[str] = []
+
+
+def share_server_directories(base: str) -> None:
+    """In a session of the shared server: the upstream servers' private directories live under
+    ``base`` (the shared server's, 0700, removed when it exits), so that sessions that start the
+    same server compute the same launch and can share its process."""
+    _shared_base[:] = [base]
+
+
 def private_tmp(name: str) -> str:
-    """A directory of this process's own for one kind of child (0700; gone when awf-mcp exits)."""
-    path = os.path.join(_private_base(), name)
+    """A directory of this process's own for one kind of child (0700; gone when awf-mcp exits);
+    an upstream server's (``server-NAME``) is the shared server's, see :func:`share_server_directories`."""
+    base = _shared_base[0] if _shared_base and name.startswith("server-") else _private_base()
+    path = os.path.join(base, name)
     os.makedirs(path, mode=0o700, exist_ok=True)
     return path
 
@@ -186,6 +199,8 @@ def layout(
     network: Literal["none", "proxy", "open"] = (
         "open" if "*" in hosts else "proxy" if hosts or asking else "none"
     )
+    with contextlib.suppress(OSError):  # hidden from the first process on: launches compare equal
+        os.makedirs(policies.state_directories()[0], mode=0o700, exist_ok=True)
     return Layout(
         hidden=_existing(policies.deny_read(policy)),
         writable=_existing(writable),
