@@ -50,13 +50,14 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 import anyio
 
-from awf_mcp.processes.upstreamprocess import start_kept
+from awf_mcp.processes.upstreamprocess import UPSTREAM_VARIABLE, start_kept
 from awf_mcp.wire.framing import MAX_MESSAGE_BYTES
 from awf_mcp.wire.processpipes import describe_exit, exited, lines, pipes, stop_process
 
@@ -174,8 +175,8 @@ class Hub:
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
-        loop.add_reader(self.lifeline, self.done.set)  # readable once the shared server is gone
-        loop.add_signal_handler(signal.SIGTERM, self.done.set)
+        loop.add_reader(self.lifeline, self.finish, "the shared server ended")
+        loop.add_signal_handler(signal.SIGTERM, self.finish, "stopped (SIGTERM)")
         server = await asyncio.start_unix_server(self.connected, sock=self.listener, limit=MAX_MESSAGE_BYTES)
         process_task: asyncio.Task[None] | None = None
         try:
@@ -191,7 +192,7 @@ class Hub:
                 for waiter in waiters:
                     waiter.cancel()
                 if not finished and not self.sessions:
-                    break  # idle
+                    self.finish(f"no session used it for {self.idle_seconds:g} s")
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(self.listener.getsockname())  # no session is sent here any more
@@ -244,6 +245,13 @@ class Hub:
 
     def end(self, how: str) -> None:
         self.broadcast(f"#exit {how}\n".encode())
+        self.finish(f"the server ended: {how}")
+
+    def finish(self, why: str) -> None:
+        if not self.done.is_set():
+            name = self.launch[1].get(UPSTREAM_VARIABLE, "?")
+            said = f"awf-mcp: shared upstream '{name}' (pid {os.getpid()}) ends: {why}"
+            print(said, file=sys.stderr, flush=True)  # the shared server's log
         self.done.set()
 
     # -- sessions --------------------------------------------------------------------------
@@ -267,6 +275,8 @@ class Hub:
                     line = await reader.readuntil(b"\n")
                 except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
                     return
+                except asyncio.CancelledError:
+                    return  # the hub is ending: the server's own callback would report it as a failure
                 if line.strip():
                     self.from_session(session, line)
         finally:
