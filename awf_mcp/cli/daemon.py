@@ -2,7 +2,8 @@
 
 ``status`` asks the server that shims of this version and install use (never starting one):
 a table, or with ``--json`` an object with at least ``pid``, ``socket``, ``sessions``,
-``upstreams`` (running upstream processes), ``version`` and ``started``; ``running`` is false
+``upstreams`` (running upstream processes; ``shared_upstreams``: the hubs that run them for
+sessions in common), ``version`` and ``started``; ``running`` is false
 (exit code 0) when none runs. ``stop`` ends it cleanly: each session is told and ends, and its
 shim exits with a message instead of hanging.
 """
@@ -38,7 +39,17 @@ def daemon_status(json_output: JsonFlag = False) -> None:
         return
     from awf_mcp.cli.terminal import print_table
 
-    keys = ["pid", "version", "started", "sessions", "upstreams", "idle_seconds", "socket", "log"]
+    keys = [
+        "pid",
+        "version",
+        "started",
+        "sessions",
+        "upstreams",
+        "shared_upstreams",
+        "idle_seconds",
+        "socket",
+        "log",
+    ]
     print_table(
         "the shared awf-mcp server", ["field", "value"], [[key, str(answer.get(key, ""))] for key in keys]
     )

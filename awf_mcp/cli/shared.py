@@ -16,8 +16,13 @@ peer is another uid (``SO_PEERCRED``) is closed unanswered. A connection says wh
   stdin; when its shim's connection closes (the shim died); or when this server dies or stops
   (the session's *lifeline* pipe closes). It tells its shim its exit code, or why it ended,
   first, so that the shim exits at once.
+* ``upstream`` (from a session): the socket of the *hub* that runs a stdio upstream's launch for
+  every session with the same launch and note (:mod:`awf_mcp.wire.upstreamhub`), forked when
+  none runs. A hub ends with this server (its lifeline), on ``stop``, when its server exits,
+  and after ``idle_seconds`` with no session. The upstreams' private directories are under one
+  directory of this server's (so that sessions' launches compare equal), removed when it exits.
 * ``status``: ``pid``, ``socket``, ``sessions``, ``upstreams`` (running upstream processes),
-  ``version``, ``started`` (ISO 8601), ``idle_seconds`` and ``log``.
+  ``shared_upstreams`` (hubs), ``version``, ``started`` (ISO 8601), ``idle_seconds`` and ``log``.
 * ``stop``: every session is told and stopped (SIGTERM, SIGKILL after :data:`STOP_GRACE`),
   the answer sent, then this server exits.
 
