@@ -34,7 +34,9 @@ and its sessions, parsed as JSON and otherwise untouched but for what routing ne
 
 Bounds: a line over :data:`~awf_mcp.wire.framing.MAX_MESSAGE_BYTES` from a session drops that
 session, from the server ends the hub; a session that does not read has its connection dropped
-once :data:`CLIENT_BUFFER_BYTES` wait for it. Each connection's peer must be this uid. The hub
+once :data:`CLIENT_BUFFER_BYTES` wait for it, and a server that does not read ends the hub the
+same way. A line of the server's that is not JSON reaches the sessions as such (each reports
+it), never as a ``#`` note. Each connection's peer must be this uid. The hub
 ends with the shared server (its lifeline pipe), on SIGTERM (stopping the server as a session
 does: stdin closed, SIGTERM, SIGKILL), and after ``[shared] idle_seconds`` with no session.
 """
@@ -404,6 +406,8 @@ class Hub:
             self.backlog.append(data)  # the server is starting: it reads these first
         elif not self.stdin.is_closing():
             self.stdin.write(data)
+            if self.stdin.transport.get_write_buffer_size() > CLIENT_BUFFER_BYTES:
+                self.end(f"it did not read its input ({CLIENT_BUFFER_BYTES} bytes waited)")
 
     def refuse(self, request_id: Any, why: str) -> None:
         self.asked.pop(request_id, None)
@@ -413,8 +417,8 @@ class Hub:
     def from_server(self, line: bytes) -> None:
         try:
             message = json.loads(line)
-        except ValueError:
-            self.broadcast(line + b"\n")  # each session reports it as its own stdio relay does
+        except ValueError:  # each session reports it as its own stdio relay does; never as a note
+            self.broadcast((b" " + line if line.startswith(b"#") else line) + b"\n")
             return
         if not isinstance(message, dict):
             return

@@ -194,3 +194,10 @@ def test_what_decides_sharing_is_the_declared_capabilities_not_the_clients_name(
     assert share_note(first("a", {})) == share_note(first("b", {}))
     assert share_note(first("a", {})) != share_note(first("a", {"elicitation": {}}))
     assert share_note(b"not json") == ""
+
+
+def test_a_servers_line_that_is_not_json_never_passes_for_a_note_of_the_hubs() -> None:
+    hub, _server, [(_a, a_out)] = hub_with(1)
+    hub.from_server(b"#exit it was fine, honest")
+    hub.from_server(b"plain garbage")
+    assert a_out.lines == [b" #exit it was fine, honest", b"plain garbage"]
