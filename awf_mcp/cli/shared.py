@@ -439,6 +439,7 @@ def _run_session(
             environment = reentry_environment(child_environment(environment), dict(os.environ))
         os.environ.clear()
         os.environ.update(environment)
+        tempfile.tempdir = None  # the session's own $TMPDIR, not the server's (cached by mkdtemp)
         os.environ[shim.REPORT_VARIABLE] = str(reports)
         connection.settimeout(None)
         shim.hold_session_control(connection)

@@ -58,7 +58,8 @@ MAX_HELLO_BYTES = 4 * 1024 * 1024
 def wanted(args: list[str], environ: dict[str, str] | os._Environ[str] | None = None) -> bool:
     """Whether ``serve ARGS`` should run as a shim (see the module docstring)."""
     environ = os.environ if environ is None else environ
-    if environ.get(SHARED_VARIABLE, "1").strip().lower() in ("0", "no", "off", "false"):
+    chosen = environ.get(SHARED_VARIABLE, "").strip().lower()
+    if chosen in ("0", "no", "off", "false"):
         return False
     if "--no-shared" in args or "--transport=http" in args:
         return False
@@ -68,9 +69,9 @@ def wanted(args: list[str], environ: dict[str, str] | os._Environ[str] | None = 
         return False
     if not sys.platform.startswith("linux"):  # peer credentials (SO_PEERCRED) and passing descriptors
         return False
-    if getattr(sys, "frozen", False):
-        # The single executable serves in-process for now: its sessions, forked side by side
-        # from a server run out of an unpacked bundle, were seen to read corrupt bundle data.
+    if getattr(sys, "frozen", False) and chosen not in ("1", "yes", "on", "true"):
+        # The single executable serves in-process unless asked: its sessions, forked side by
+        # side from a server run out of an unpacked bundle, were seen to read corrupt bundle data.
         return False
     try:
         return not os.isatty(0)
@@ -158,6 +159,12 @@ def _start(path: str) -> int:
         argv, environment = [launched_executable(), ENTRY, path], child_environment()
     else:
         argv = [sys.executable, "-m", "awf_mcp", ENTRY, path]
+    # Its temporary files (the single executable's unpacked bundle among them) go in a directory
+    # of its own beside its socket: the TMPDIR of whichever session started it may be removed
+    # while it still serves others.
+    own_tmp = os.path.join(os.path.dirname(path), "tmp")
+    os.makedirs(own_tmp, 0o700, exist_ok=True)
+    environment["TMPDIR"] = own_tmp
     log = os.path.join(os.path.dirname(path), os.path.basename(path).removesuffix(".sock") + ".log")
     null = os.open(os.devnull, os.O_RDWR)
     out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)

@@ -377,3 +377,29 @@ def test_another_user_gets_nothing_from_the_socket(shared: Shared, tmp_path: Pat
             os.chmod(path, 0o700)
         os.chmod(socket_path, 0o600)
     process.kill()
+
+
+def test_the_server_outlives_the_tmpdir_of_the_session_that_started_it(
+    shared: Shared, tmp_path: Path
+) -> None:
+    """The first session's ``$TMPDIR`` is removed while the server runs on (a client's temporary
+    directory, a test's): the next session still starts, and its files go to its own
+    ``$TMPDIR``, not to the first session's."""
+    first_tmp, second_tmp = tmp_path / "first-tmp", tmp_path / "second-tmp"
+    for directory in (first_tmp, second_tmp):
+        directory.mkdir()
+    project = tmp_path / "project"
+    project.mkdir()
+
+    async def bash_tmpdir(tmpdir: Path) -> str:
+        env = {**shared.env, "TMPDIR": str(tmpdir)}
+        async with mcp_session("--root", str(project), cwd=project, env=env) as session:
+            return text_of(await session.call_tool("Bash", {"command": 'echo "tmp=$TMPDIR"'}))
+
+    said = anyio.run(bash_tmpdir, first_tmp)
+    assert f"tmp={first_tmp}" in said, said
+    pid = shared.status()["pid"]
+    shutil.rmtree(first_tmp)
+    said = anyio.run(bash_tmpdir, second_tmp)
+    assert f"tmp={second_tmp}" in said, said
+    assert shared.status()["pid"] == pid  # the same server served both
