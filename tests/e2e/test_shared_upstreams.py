@@ -156,7 +156,8 @@ def test_a_session_killed_mid_call_has_its_call_cancelled_and_the_others_go_on(
         process.stdin.flush()
 
     call(doomed, 60, 7)
-    wait_until(lambda: len(running(marker, FAKE_UPSTREAM)) == 1, "the shared upstream runs")
+    wait_until(lambda: list(markers.glob("waiting-*")), "the call reaches the shared upstream")
+    assert len(running(marker, FAKE_UPSTREAM)) == 1
     doomed.send_signal(signal.SIGKILL)
     doomed.wait()
     wait_until(lambda: list(markers.glob("cancelled-*")), "the upstream is told the call is cancelled")

@@ -4,7 +4,8 @@
 
 * ``good``: a well-behaved server with tools the real servers lack: ``audio``
   (audio and an embedded binary resource), ``wait`` (sleeps ``seconds``; a
-  ``notifications/cancelled`` for it writes ``MARKER_DIR/cancelled-<id>``),
+  ``notifications/cancelled`` for it writes ``MARKER_DIR/cancelled-<id>``; it writes
+  ``MARKER_DIR/waiting-<id>`` as it starts, where it may),
   ``bad.name`` (a name awf-mcp cannot serve), ``leak`` (prints a secret from its
   environment on stderr and in its result), ``big`` (a result of ``size`` bytes);
 * ``silent``: reads requests and never answers, not even ``initialize``;
@@ -40,6 +41,7 @@ line, and so the server's identity, stays the same):
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import signal
@@ -154,6 +156,9 @@ def call(request_id: object, name: str, arguments: dict, meta: dict | None = Non
             },
         )
     elif name == "wait":
+        if MARKERS is not None:
+            with contextlib.suppress(OSError):  # where the sandbox lets it write
+                (MARKERS / f"waiting-{request_id}").write_text("waiting")
         time.sleep(float(arguments.get("seconds", 1)))
         reply(request_id, {"content": [{"type": "text", "text": "waited"}]})
     elif name == "leak":
