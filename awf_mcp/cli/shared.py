@@ -219,9 +219,12 @@ class SharedServer:
         identity = json.dumps([hello.argv, hello.cwd, sorted(hello.env.items())]).encode()
         key = hashlib.sha256(identity).hexdigest()[:24]
         self.reap()
-        hub = self.hubs.get(key)
+        hub = self.hubs.pop(key, None)
         if hub is not None and os.path.exists(hub.path):
+            self.hubs[key] = hub
             return {"socket": hub.path}
+        if hub is not None:  # ending (its server exited): a new one takes the launch
+            os.close(hub.lifeline)
         path = os.path.join(os.path.dirname(self.path), f"hub-{os.getpid()}-{key}.sock")
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
