@@ -98,8 +98,9 @@ def share_note(first: bytes) -> str:
         message = json.loads(first)
     except ValueError:
         return ""
-    params = message.get("params") if isinstance(message, dict) else None
-    params = params if isinstance(params, dict) else {}
+    if not isinstance(message, dict):
+        return ""
+    params = _params(message)
     declared = params.get("_meta") if message.get("method") != "initialize" else params
     declared = dict(declared) if isinstance(declared, dict) else {}
     for personal in ("clientInfo", "progressToken"):

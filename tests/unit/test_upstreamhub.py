@@ -193,7 +193,7 @@ def test_what_decides_sharing_is_the_declared_capabilities_not_the_clients_name(
 
     assert share_note(first("a", {})) == share_note(first("b", {}))
     assert share_note(first("a", {})) != share_note(first("a", {"elicitation": {}}))
-    assert share_note(b"not json") == ""
+    assert share_note(b"not json") == "" == share_note(b"[1, 2]")
 
 
 def test_a_servers_line_that_is_not_json_never_passes_for_a_note_of_the_hubs() -> None:
