@@ -41,6 +41,7 @@ from mcp.shared.message import SessionMessage
 from awf_mcp.core.servers import ServerSpec, launch_key
 from awf_mcp.core.upstream import UpstreamFailure
 from awf_mcp.processes.childenv import child_environment
+from awf_mcp.processes.containment.policy import active_roots
 from awf_mcp.processes.upstreamprocess import claim, contained_launch, spawn
 from awf_mcp.wire import upstreamhub
 from awf_mcp.wire.clientsession import Transcript
@@ -208,7 +209,7 @@ async def _hub_streams(
                     return
                 data = _wire(first)
                 try:
-                    reader, writer = await upstreamhub.open_shared(launch, data)
+                    reader, writer = await upstreamhub.open_shared(launch, data, active_roots())
                 except OSError as exc:
                     transcript.fault = spec.redact(f"the shared server could not run it: {exc}")
                     log.warning("[%s] %s", spec.name, transcript.fault)

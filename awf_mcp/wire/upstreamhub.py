@@ -6,9 +6,9 @@ In a session of the shared server (:mod:`awf_mcp.cli.shared`), a stdio upstream 
 by the session: :func:`open_shared` asks the shared server for the *hub* of its launch (the
 contained command line, environment and directory:
 :func:`~awf_mcp.processes.upstreamprocess.contained_launch`) and of the session's first message
-to it (its protocol version and client capabilities: see :func:`share_note`). Sessions whose
-launch and note are equal get the same hub, hence the same server process; any difference
-(another root, policy, ``env``, client capabilities) another.
+to it (its protocol version and client capabilities) and its roots: see :func:`share_note`.
+Sessions whose launch and note are equal get the same hub, hence the same server process; any
+difference (another root, policy, ``env``, client capabilities) another.
 
 A hub (:func:`run_hub`) is a process forked by the shared server. It starts the server under
 its own keeper when its first session connects, and passes every message between the server
@@ -53,7 +53,7 @@ import socket
 import struct
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -90,10 +90,11 @@ def sharing() -> bool:
     return bool(_broker)
 
 
-def share_note(first: bytes) -> str:
-    """What of a session's first message decides that two sessions may share a server: the
-    method, and the protocol version and client capabilities it declares (``initialize``'s
-    params, or a stateless request's ``_meta``), as canonical JSON."""
+def share_note(first: bytes, roots: Sequence[str] = ()) -> str:
+    """What besides the launch decides that two sessions may share a server, as canonical JSON:
+    the session's ``roots`` (the server may ask for them; under the sandbox they are part of the
+    launch already), and of its first message the method, and the protocol version and client
+    capabilities it declares (``initialize``'s params, or a stateless request's ``_meta``)."""
     try:
         message = json.loads(first)
     except ValueError:
@@ -105,15 +106,18 @@ def share_note(first: bytes) -> str:
     declared = dict(declared) if isinstance(declared, dict) else {}
     for personal in ("clientInfo", "progressToken"):
         declared.pop(personal, None)
-    return json.dumps([message.get("method"), declared], sort_keys=True, separators=(",", ":"))
+    return json.dumps([message.get("method"), declared, sorted(roots)], sort_keys=True, separators=(",", ":"))
 
 
-async def open_shared(launch: Launch, first: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """A connection to the hub of ``launch`` for a session whose first message is ``first``."""
+async def open_shared(
+    launch: Launch, first: bytes, roots: Sequence[str]
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection to the hub of ``launch`` for a session with ``roots`` whose first message
+    is ``first``."""
     broker = _broker[0]
     failure: OSError = ConnectionRefusedError("no hub")
     for _attempt in range(CONNECT_ATTEMPTS):  # a hub that was just ending is replaced by the next
-        path = await anyio.to_thread.run_sync(broker, launch, share_note(first))
+        path = await anyio.to_thread.run_sync(broker, launch, share_note(first, roots))
         try:
             return await asyncio.open_unix_connection(path, limit=MAX_MESSAGE_BYTES)
         except (FileNotFoundError, ConnectionRefusedError) as exc:

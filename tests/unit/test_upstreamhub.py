@@ -193,6 +193,7 @@ def test_what_decides_sharing_is_the_declared_capabilities_not_the_clients_name(
 
     assert share_note(first("a", {})) == share_note(first("b", {}))
     assert share_note(first("a", {})) != share_note(first("a", {"elicitation": {}}))
+    assert share_note(first("a", {}), ["/a"]) != share_note(first("a", {}), ["/b"])  # roots
     assert share_note(b"not json") == "" == share_note(b"[1, 2]")
 
 
