@@ -46,7 +46,7 @@ from awf_mcp.processes.upstreamprocess import claim, contained_launch, spawn
 from awf_mcp.wire import upstreamhub
 from awf_mcp.wire.clientsession import Transcript
 from awf_mcp.wire.framing import MAX_MESSAGE_BYTES
-from awf_mcp.wire.processpipes import describe_exit, exited, lines, pipes, stop_process
+from awf_mcp.wire.processpipes import describe_exit, exited, lines, pipes, stderr_lines, stop_process
 
 log = logging.getLogger("awf_mcp.upstream")
 
@@ -100,12 +100,8 @@ async def stdio_streams(
             closed.set()
 
     async def pump_stderr() -> None:
-        pending = b""
-        while chunk := await stderr.read(65536):
-            *lines, pending = (pending + chunk).split(b"\n")
-            pending = pending[-STDERR_LINE_CHARS:]
-            for raw in lines:
-                relay.stderr_line(raw)
+        async for raw in stderr_lines(stderr, STDERR_LINE_CHARS):
+            relay.stderr_line(raw)
 
     async with anyio.create_task_group() as group:
         group.start_soon(pump_stdout)

@@ -9,6 +9,8 @@ shared server's hub (:mod:`awf_mcp.wire.upstreamhub`):
   stderr, with no thread; the stdout reader holds at most about twice
   :data:`~awf_mcp.wire.framing.MAX_MESSAGE_BYTES`.
 * :func:`lines`: each non-empty line, ``None`` for one over that limit (then it stops).
+* :func:`stderr_lines`: each line of a stderr, of which at most ``keep`` bytes of an unended
+  line are held between reads.
 * :func:`stop_process`: stdin closed, then after :data:`STDIN_GRACE_SECONDS` the process group
   gets SIGTERM (its keeper then ends the server's descendants), SIGKILL
   :data:`TERM_GRACE_SECONDS` later.
@@ -104,3 +106,14 @@ async def lines(stdout: asyncio.StreamReader) -> AsyncIterator[bytes | None]:
             return
         if line.strip():
             yield line.strip()
+
+
+async def stderr_lines(stderr: asyncio.StreamReader, keep: int) -> AsyncIterator[bytes]:
+    """Each line of ``stderr`` (without its newline) until its end; of a line not yet ended,
+    only the last ``keep`` bytes are held between reads."""
+    pending = b""
+    while chunk := await stderr.read(65536):
+        *whole, pending = (pending + chunk).split(b"\n")
+        pending = pending[-keep:]
+        for line in whole:
+            yield line

@@ -61,7 +61,7 @@ import anyio
 
 from awf_mcp.processes.upstreamprocess import UPSTREAM_VARIABLE, start_kept
 from awf_mcp.wire.framing import MAX_MESSAGE_BYTES
-from awf_mcp.wire.processpipes import describe_exit, exited, lines, pipes, stop_process
+from awf_mcp.wire.processpipes import describe_exit, exited, lines, pipes, stderr_lines, stop_process
 
 log = logging.getLogger("awf_mcp.upstream")
 
@@ -227,12 +227,8 @@ class Hub:
         self.backlog = []
 
         async def pump_stderr() -> None:
-            pending = b""
-            while chunk := await stderr.read(65536):
-                *whole, pending = (pending + chunk).split(b"\n")
-                pending = pending[-STDERR_LINE_BYTES:]
-                for line in whole:
-                    self.broadcast(b"#stderr " + line[:STDERR_LINE_BYTES].replace(b"\r", b"") + b"\n")
+            async for line in stderr_lines(stderr, STDERR_LINE_BYTES):
+                self.broadcast(b"#stderr " + line[:STDERR_LINE_BYTES].replace(b"\r", b"") + b"\n")
 
         errors = asyncio.create_task(pump_stderr())
         try:
