@@ -9,8 +9,9 @@ Run from the repository root::
 (so its own shared server) and ``XDG_DATA_HOME``, and ``AWF_MCP_NO_PLUGINS=1`` unless
 ``--plugins``: the figures are awf-mcp's own, not the plugins' of the environment. It prints:
 
-* **warm start-up**: spawning ``awf-mcp serve`` until the ``tools/list`` answer, the shared
-  server already running; p50 and p90 against the target of 50 ms;
+* **warm start-up**: spawning what a client runs (``awf-mcp daemon shim``: the pip install's
+  ``awf-mcp serve``, or the single executable's start-up shim and the binary) until the
+  ``tools/list`` answer, the shared server already running; p50 and p90 against 50 ms;
 * **cold start-up**: the same when no shared server runs (the shim starts one), against
   serving in-process (``AWF_MCP_SHARED=0``) in interleaved rounds; the ratio, against 1.10;
 * **a call**: ``Read`` of a small file in a shim's session and in an in-process session,
@@ -30,6 +31,7 @@ import argparse
 import json
 import os
 import random
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -170,6 +172,15 @@ def daemon(awf: list[str], env: dict[str, str], *args: str) -> dict[str, Any]:
     return json.loads(done.stdout) if args[:2] == ("status", "--json") and done.returncode == 0 else {}
 
 
+def client_command(awf: list[str], env: dict[str, str]) -> list[str]:
+    """What a client configured by this awf-mcp runs for a session (``awf-mcp daemon shim``): the
+    single executable's start-up shim and the binary, or the pip install's ``awf-mcp serve``."""
+    done = subprocess.run([*awf, "daemon", "shim"], env=env, capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        raise SystemExit(f"{shlex.join(awf)} daemon shim failed: {done.stderr.strip()}")
+    return shlex.split(done.stdout)
+
+
 def verdict(ok: bool) -> str:
     return "PASS" if ok else "MISS"
 
@@ -204,9 +215,10 @@ def main() -> int:
     if not args.plugins:
         env["AWF_MCP_NO_PLUGINS"] = "1"
     in_process = {**env, "AWF_MCP_SHARED": "0"}
-    serve = [*awf, "serve", "--root", str(work)]
+    serve = [*client_command(awf, env), "--root", str(work)]
     misses = 0
     print(f"awf-mcp: {' '.join(awf)}; {args.runs} runs; load {os.getloadavg()[0]:.2f}")
+    print(f"a client runs: {shlex.join(serve)}")
     try:
         # cold: no shared server running, against in-process, interleaved
         cold: dict[str, list[float]] = {"shim, no server running": [], "in-process": []}

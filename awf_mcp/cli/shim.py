@@ -19,8 +19,10 @@ until the session ends and exits with its exit code.
   directory of the user's own; the socket is 0600 and the server checks each peer's uid.
 * Its name holds :func:`identity` (the version and the code it runs): a shim of another
   version or install starts and uses a server of its own, never a stale one.
-* ``AWF_MCP_SHARED=0``, ``serve --no-shared``, ``--transport http``, a terminal on stdin, a
-  platform without ``SO_PEERCRED`` and the single executable serve in-process, as before.
+* ``AWF_MCP_SHARED=0``, ``serve --no-shared``, ``--transport http``, a terminal on stdin and a
+  platform without ``SO_PEERCRED`` serve in-process, as before. The single executable's own
+  ``serve`` is a shim too, but it unpacks its bundle first; its clients run its native start-up
+  shim instead (:mod:`awf_mcp.processes.startshim`).
   Where the shared server cannot be reached or started, ``serve`` says so once on stderr and
   serves in-process.
 
@@ -68,10 +70,6 @@ def wanted(args: list[str], environ: dict[str, str] | os._Environ[str] | None = 
     ):
         return False
     if not sys.platform.startswith("linux"):  # peer credentials (SO_PEERCRED) and passing descriptors
-        return False
-    if getattr(sys, "frozen", False) and chosen not in ("1", "yes", "on", "true"):
-        # The single executable serves in-process unless asked: its sessions, forked side by
-        # side from a server run out of an unpacked bundle, were seen to read corrupt bundle data.
         return False
     try:
         return not os.isatty(0)

@@ -73,6 +73,7 @@ from awf_mcp.clients.tomledit import toml_set_table, toml_table
 from awf_mcp.errors import UserError
 from awf_mcp.ports import TOOL_NAME_PATTERN
 from awf_mcp.processes.childenv import launched_executable
+from awf_mcp.processes.startshim import shim_command
 
 __all__ = [
     "CLIENTS",
@@ -121,8 +122,10 @@ def server_command(
 ) -> list[str]:
     """The argv that starts this awf-mcp, as an absolute path an agent can run from anywhere.
 
-    The frozen single executable and the ``awf-mcp`` console script are named by their
-    own absolute path; anything else (``python -m awf_mcp``) becomes
+    The frozen single executable is named by its own absolute path, after its start-up shim
+    when it carries one (:func:`~awf_mcp.processes.startshim.shim_command`, which installs the
+    shim in the user's data directory): ``[SHIM, BINARY]``. The ``awf-mcp`` console script is
+    named by its own absolute path; anything else (``python -m awf_mcp``) becomes
     ``[sys.executable, "-P", "-m", "awf_mcp"]``: ``-P`` keeps the working directory (the
     project the agent opens) off ``sys.path``, so a repository's ``awf_mcp/`` is not imported.
     """
@@ -131,7 +134,7 @@ def server_command(
     if executable is None:  # the portable binary: the file started, not the copy it runs from
         executable = launched_executable(frozen=frozen)
     if frozen:
-        return [str(Path(executable).absolute())]
+        return shim_command(str(Path(executable).absolute()))
     name = Path(argv0).name.lower()
     if name in ("awf-mcp", "awf-mcp.exe", "awf-mcp-script.py"):
         path = Path(argv0)

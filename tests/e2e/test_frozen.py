@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 import zipfile
@@ -112,10 +114,58 @@ def test_tools_list_shows_every_builtin(home: dict[str, str]) -> None:
 def test_client_configuration_names_the_binary_itself_not_an_unpacked_copy(
     home: dict[str, str], tmp_path: Path
 ) -> None:
+    """The entry runs the binary's start-up shim, installed in awf-mcp's state directory, with the
+    binary itself (not a copy unpacked for this run) as its first argument."""
     done = run("config", "claude", env=home, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert f'"command": {json.dumps(str(Path(BINARY).absolute()))}' in done.stdout, done.stdout
+    shim = Path(os.environ["XDG_STATE_HOME"]) / "awf-mcp" / "bin" / f"awf-mcp-shim-{awf_mcp.__version__}"
+    assert f'"command": {json.dumps(str(shim))}' in done.stdout, done.stdout
+    assert f'"args": [\n        {json.dumps(str(Path(BINARY).absolute()))},\n        "serve"' in done.stdout
     assert "staticx-" not in done.stdout and "_MEI" not in done.stdout
+
+
+def test_the_start_up_shim_hands_sessions_to_the_binarys_shared_server(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    """``daemon shim`` installs the shim once (a second call leaves the same file) and prints the
+    command a client runs. A session started with it is served by the binary's shared server,
+    the one the binary's ``daemon status`` finds, while the shim process stays the small static
+    program it is: it never runs the binary, whose bundle it would have to unpack."""
+    runtime = Path(tempfile.mkdtemp(prefix="awf-run-", dir="/tmp"))  # a socket path is short
+    env = {key: value for key, value in home.items() if key != "AWF_MCP_SHARED"}
+    env["XDG_RUNTIME_DIR"] = str(runtime)
+    try:
+        first, second = run("daemon", "shim", env=env), run("daemon", "shim", env=env)
+        assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+        command = shlex.split(first.stdout)
+        assert shlex.split(second.stdout) == command
+        shim = Path(command[0])
+        assert command[1:] == [str(Path(BINARY).absolute()), "serve"]
+        assert shim.parent == Path(os.environ["XDG_STATE_HOME"]) / "awf-mcp" / "bin"
+        assert shim.stat().st_size < 2 * 1024 * 1024 and os.access(shim, os.X_OK)
+        process = subprocess.Popen(
+            [*command, "--root", str(tmp_path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=tmp_path,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(initialize_frames())
+        process.stdin.flush()
+        replies = [json.loads(process.stdout.readline()) for _ in range(2)]
+        assert {tool["name"] for tool in replies[1]["result"]["tools"]} >= set(BUILTINS)
+        assert os.readlink(f"/proc/{process.pid}/exe") == str(shim.resolve())
+        status = run("daemon", "status", "--json", env=env)
+        answer = json.loads(status.stdout)
+        assert answer["running"] and answer["sessions"] == 1, answer
+        assert answer["socket"].startswith(str(runtime)), answer
+        process.stdin.close()
+        assert process.wait(timeout=30) == 0, process.stderr.read() if process.stderr else ""
+    finally:
+        run("daemon", "stop", env=env)
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 def test_the_binary_bundles_metadata_for_what_it_bundles(home: dict[str, str]) -> None:

@@ -69,7 +69,10 @@ class Shared:
         self.binary = binary
 
     def command(self, *args: str) -> list[str]:
-        return [self.binary, *args] if self.binary else server_command(*args)
+        if not self.binary:
+            return server_command(*args)
+        shim = os.environ.get("AWF_MCP_SHIM")  # the binary's start-up shim, as its clients run it
+        return [shim, self.binary, *args] if shim and args[:1] == ("serve",) else [self.binary, *args]
 
     def daemon(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

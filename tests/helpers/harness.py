@@ -34,8 +34,12 @@ from mcp_types import Implementation
 
 
 def server_command(*args: str) -> list[str]:
-    """The argv that runs ``awf-mcp ARGS...`` (the frozen binary when AWF_MCP_BINARY is set)."""
+    """The argv that runs ``awf-mcp ARGS...`` (the frozen binary when AWF_MCP_BINARY is set;
+    ``serve`` through the binary's start-up shim when AWF_MCP_SHIM names it too)."""
     binary = os.environ.get("AWF_MCP_BINARY")
+    shim = os.environ.get("AWF_MCP_SHIM")
+    if binary and shim and args[:1] == ("serve",):
+        return [shim, binary, *args]
     if binary:
         return [binary, *args]
     return [sys.executable, "-m", "awf_mcp", *args]
