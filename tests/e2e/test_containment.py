@@ -427,3 +427,39 @@ def test_a_repository_made_during_the_session_keeps_its_hooks_read_only(tmp_path
         assert said[3][0] and not hook.exists(), said
     else:
         assert not said[3][0] and hook.read_text() == "evil\n", said
+
+
+@pytest.mark.parametrize(
+    ("mode", "backend"), [("contained", "bwrap"), ("contained", "landlock"), ("off", None)]
+)
+def test_bash_cannot_replace_the_start_up_shim_even_when_its_root_holds_it(
+    tmp_path: Path, mode: str, backend: str | None
+) -> None:
+    """The single executable's start-up shim runs unconfined at every session's start, from
+    awf-mcp's state directory (awf_mcp.processes.startshim). A root that holds the home directory
+    holds that directory too: Bash still cannot read or replace the shim. The control, the same
+    session with ``mode = "off"``, replaces it."""
+    home = tmp_path / "home"
+    shim = home / ".local" / "state" / "awf-mcp" / "bin" / "awf-mcp-shim-0.0"
+    shim.parent.mkdir(parents=True)
+    shim.write_text("#!/bin/sh\nexec the-real-shim\n")
+    config = tmp_path / "sandbox.toml"
+    config.write_text(f'[sandbox]\nmode = "{mode}"\n')
+    said: list[tuple[bool, str]] = []
+
+    async def drive() -> None:
+        env = {"HOME": str(home), "XDG_STATE_HOME": str(home / ".local" / "state")}
+        if backend:
+            env["AWF_MCP_SANDBOX_BACKEND"] = backend
+        async with mcp_session("--root", str(home), "--config", str(config), cwd=home, env=env) as session:
+            for command in (f"cat {shim}", f"printf '#!/bin/sh\\necho owned\\n' > {shim}"):
+                result = await session.call_tool("Bash", {"command": command})
+                said.append((bool(result.is_error), text_of(result)))
+
+    anyio.run(drive)
+    if mode == "contained":
+        assert "the-real-shim" not in said[0][1], said
+        assert said[1][0] and shim.read_text() == "#!/bin/sh\nexec the-real-shim\n", said
+    else:
+        assert "the-real-shim" in said[0][1], said
+        assert not said[1][0] and shim.read_text() == "#!/bin/sh\necho owned\n", said
