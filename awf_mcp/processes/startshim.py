@@ -5,7 +5,7 @@ start, so its own ``serve`` cannot be the quick client of the shared server that
 :mod:`awf_mcp.cli.shim` is for the pip install. ``native/awf-mcp-shim.c``, a static program of
 about 700 KB built with the binary and carried in its bundle (:data:`SHIM_NAME`), is that
 client for it: ``awf-mcp-shim /path/to/awf-mcp serve ARGS`` reaches (or starts) the binary's
-shared server, which the binary's ``daemon status`` and ``AWF_MCP_SHARED=1 awf-mcp serve``
+shared server, which the binary's ``daemon status`` and its own ``awf-mcp serve``
 find too, and hands it the session in about a millisecond. See ``docs/shared.md``.
 
 * :func:`bundled_shim` is the shim inside the running binary's bundle; ``None`` outside one,

@@ -810,3 +810,35 @@ async def test_an_https_upstream_is_reached_by_name_in_an_empty_root(tmp_path: P
     assert text_of(by_hosts) == "echo: through /etc/hosts", text_of(by_hosts)
     assert text_of(by_dns) == "echo: through DNS", text_of(by_dns)
     assert "dns.test" in asked and "hosts.test" not in asked, asked
+
+
+def test_the_start_up_shim_serves_in_process_and_says_why_when_the_shared_server_is_unusable(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    """A socket directory another user could write to is never used: the shim says so on stderr
+    and runs the binary's ``serve`` itself, which answers as usual. ``AWF_MCP_SHARED=0`` runs it
+    in-process without a word."""
+    runtime = Path(tempfile.mkdtemp(prefix="awf-run-", dir="/tmp"))
+    (runtime / "awf-mcp").mkdir(mode=0o700)
+    (runtime / "awf-mcp").chmod(0o777)
+    env = {key: value for key, value in home.items() if key != "AWF_MCP_SHARED"}
+    env["XDG_RUNTIME_DIR"] = str(runtime)
+    try:
+        command = shlex.split(run("daemon", "shim", env=env).stdout)
+        for extra, said in (({}, "not a private directory"), ({"AWF_MCP_SHARED": "0"}, "")):
+            done = subprocess.run(
+                [*command, "--root", str(tmp_path)],
+                input=initialize_frames(),
+                capture_output=True,
+                env={**env, **extra},
+                cwd=tmp_path,
+                timeout=60,
+            )
+            assert done.returncode == 0, done.stderr
+            replies = [json.loads(line) for line in done.stdout.splitlines()]
+            assert {tool["name"] for tool in replies[1]["result"]["tools"]} >= set(BUILTINS)
+            notes = [line for line in done.stderr.decode().splitlines() if "serving in-process" in line]
+            assert (said in notes[0]) if said else not notes, done.stderr
+        assert not list((runtime / "awf-mcp").iterdir())  # no server was started there
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
