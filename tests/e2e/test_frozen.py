@@ -23,7 +23,7 @@ import tempfile
 import time
 import uuid
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -143,24 +143,15 @@ def test_the_start_up_shim_hands_sessions_to_the_binarys_shared_server(
         assert command[1:] == [str(Path(BINARY).absolute()), "serve"]
         assert shim.parent == Path(os.environ["XDG_STATE_HOME"]) / "awf-mcp" / "bin"
         assert shim.stat().st_size < 2 * 1024 * 1024 and os.access(shim, os.X_OK)
-        process = subprocess.Popen(
-            [*command, "--root", str(tmp_path)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-            cwd=tmp_path,
-        )
-        assert process.stdin is not None and process.stdout is not None
-        process.stdin.write(initialize_frames())
-        process.stdin.flush()
-        replies = [json.loads(process.stdout.readline()) for _ in range(2)]
+        replies: list[Any] = []
+        process = start_raw(env, tmp_path, [*command, "--root", str(tmp_path)], replies)
         assert {tool["name"] for tool in replies[1]["result"]["tools"]} >= set(BUILTINS)
         assert os.readlink(f"/proc/{process.pid}/exe") == str(shim.resolve())
         status = run("daemon", "status", "--json", env=env)
         answer = json.loads(status.stdout)
         assert answer["running"] and answer["sessions"] == 1, answer
         assert answer["socket"].startswith(str(runtime)), answer
+        assert process.stdin is not None
         process.stdin.close()
         assert process.wait(timeout=30) == 0, process.stderr.read() if process.stderr else ""
     finally:
@@ -440,9 +431,13 @@ def initialize_frames() -> bytes:
     return b"".join(json.dumps(frame).encode() + b"\n" for frame in frames)
 
 
-def start_raw(env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
+def start_raw(
+    env: dict[str, str], cwd: Path, command: Sequence[str] = (), replies: list[Any] | None = None
+) -> subprocess.Popen[bytes]:
+    """``command`` (default ``BINARY serve``) past ``initialize`` and ``tools/list``, whose
+    answers go to ``replies``."""
     process = subprocess.Popen(
-        [BINARY, "serve"],
+        list(command) or [BINARY, "serve"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -455,6 +450,8 @@ def start_raw(env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
     for _ in range(2):
         reply = json.loads(process.stdout.readline())
         assert reply["jsonrpc"] == "2.0" and "result" in reply
+        if replies is not None:
+            replies.append(reply)
     return process
 
 
