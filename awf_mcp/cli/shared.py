@@ -307,9 +307,10 @@ class SharedServer:
                 os.kill(hub.pid, signal.SIGTERM)  # it stops its server as a session would
         for session in self.sessions.values():
             with contextlib.suppress(OSError):
-                os.write(session.lifeline, b"s")  # "stopped": what the session tells its shim
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(session.pid, signal.SIGTERM)
+                # "stopped": the session tells its shim so, then ends itself as SIGTERM ends it
+                # (:func:`_watch`). Not SIGTERM from here: the session could end on it before it
+                # said why, and its shim would exit 0 as if the agent had closed the session.
+                os.write(session.lifeline, b"s")
         deadline = time.monotonic() + STOP_GRACE
         while self.sessions and time.monotonic() < deadline:
             self.reap()

@@ -40,6 +40,7 @@ def checkout(tmp_path: Path) -> Path:
     shutil.copy(REPO / "scripts" / "build-binary.sh", copy / "scripts")
     shutil.copy(REPO / "tests" / "run.sh", copy / "tests")
     shutil.copytree(REPO / "awf_mcp", copy / "awf_mcp", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "native", copy / "native")
     return copy
 
 
