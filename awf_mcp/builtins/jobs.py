@@ -59,6 +59,10 @@ PAGE_OVERHEAD = 600
 MIN_PAGE = 200
 """Bytes of output a BashOutput page has room for at least."""
 
+SETTLE_SECONDS = 0.5
+"""How long ``BashOutput`` waits, once the shell has exited, for the rest of its output to be
+read from its pipes (a process it left running may hold them open longer)."""
+
 
 def _pump(pipe: IO[bytes] | None, log: StreamLog) -> None:
     """Copy one pipe of a job into its log until the pipe closes (a reader thread)."""
@@ -87,6 +91,12 @@ class Job:
     def running(self) -> bool:
         """True until the shell has exited and both streams are read to their end."""
         return self.process.poll() is None or any(reader.is_alive() for reader in self.readers)
+
+    def settle(self, seconds: float) -> None:
+        """Wait up to ``seconds`` for the readers to reach the end of the pipes."""
+        deadline = time.monotonic() + seconds
+        for reader in self.readers:
+            reader.join(max(0.0, deadline - time.monotonic()))
 
     def state(self) -> str:
         """``running for 12 s``, ``exited with code 0``, ``killed by SIGTERM``."""
@@ -200,6 +210,8 @@ class JobTable:
     def output(self, job_id: object, owner: Hashable | None = None) -> ToolResult:
         """New output of job ``job_id`` of ``owner`` since the last call, within the budget; its state."""
         job = self._job(job_id, owner)
+        if job.process.poll() is not None:
+            job.settle(SETTLE_SECONDS)  # the shell has exited: its last output is on its way
         running = job.running  # decided before reading, so a final read sees everything
         parts = [f"job {job.id}: {job.state()}"]
         streams = (("stdout", job.stdout), ("stderr", job.stderr))
@@ -222,6 +234,8 @@ class JobTable:
             parts.append("(no new output)")
         if waiting:
             notes.append(f"{waiting:,} more bytes of output wait: call BashOutput again")
+        elif running and job.process.poll() is not None:
+            notes.append("a process it started still holds its output open: call BashOutput again")
         if notes:
             parts.append(budget.note("; ".join(notes)))
         code = job.process.poll()

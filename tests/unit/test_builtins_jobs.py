@@ -8,12 +8,14 @@ that is forgotten must take its files with it.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
-from awf_mcp.builtins import BuiltinTools
+from awf_mcp.builtins import BuiltinTools, jobs
 from awf_mcp.builtins.jobs import MAX_KEPT
 from awf_mcp.builtins.outputs import OutputDir
 from awf_mcp.ports import CallContext, ToolResult, bind_call_context, unbind_call_context
@@ -181,4 +183,33 @@ async def test_jobs_belong_to_their_session(tools: BuiltinTools) -> None:
     with pytest.raises(ToolError, match=f"{MAX_JOBS} background jobs are running already"):
         await as_session("a", "Bash", command="true", run_in_background=True)
     assert "killed" in (await as_session("a", "KillShell", job_id="bash_1")).content[0].text
+    await tools.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("settle", [jobs.SETTLE_SECONDS, 0.0])
+async def test_a_job_that_has_exited_shows_its_last_output_or_says_to_call_again(
+    tools: BuiltinTools, monkeypatch: pytest.MonkeyPatch, settle: float
+) -> None:
+    """The shell has exited, but its output is still in the pipe when BashOutput comes (here the
+    reader is held back 0.2 s): the page waits for it. The control, without that wait, shows the
+    exit without the output, and says to call again rather than letting the caller stop there."""
+    pump = jobs._pump
+
+    def late_pump(pipe: Any, log: Any) -> None:
+        time.sleep(0.2)
+        pump(pipe, log)
+
+    monkeypatch.setattr(jobs, "_pump", late_pump)
+    monkeypatch.setattr(jobs, "SETTLE_SECONDS", settle)
+    await tools.call_tool("Bash", {"command": "echo the-last-words", "run_in_background": True})
+    await anyio.sleep(0.1)  # the shell has exited; its reader has not read yet
+    text = (await bash_output(tools, 10_000)).content[0].text
+    assert text.startswith("job bash_1: exited with code 0"), text
+    if settle:
+        assert "the-last-words" in text and "call BashOutput again" not in text, text
+    else:
+        assert "the-last-words" not in text and "call BashOutput again" in text, text
+        await anyio.sleep(0.3)
+        assert "the-last-words" in (await bash_output(tools, 10_000)).content[0].text
     await tools.close()
