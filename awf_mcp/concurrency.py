@@ -6,6 +6,8 @@ calling them: a coroutine function is awaited on the loop; anything else runs in
 worker thread, so blocking I/O never stalls the loop, and is abandoned (left to
 finish on its own) if the caller is cancelled; an awaitable it returns is awaited.
 
+:func:`hand_over` puts a message on a memory stream without yielding while the stream has room.
+
 :func:`in_worker_thread` is that worker-thread hand-off, for code that must not
 block the loop (the built-in file tools' I/O):
 
@@ -40,6 +42,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     import asyncio
 
+    from anyio.streams.memory import MemoryObjectSendStream
+
 T = TypeVar("T")
 
 MAX_WORKERS = 40
@@ -58,6 +62,17 @@ async def call_either(function: Callable[..., Any], *args: Any, **kwargs: Any) -
     if inspect.isawaitable(outcome):
         outcome = await outcome
     return outcome
+
+
+async def hand_over(stream: MemoryObjectSendStream[T], item: T) -> None:
+    """Send ``item`` on ``stream`` without a pass of the event loop while it has room (anyio's
+    ``send`` always yields first, which costs a relayed message 15-40 µs); wait only when it is full."""
+    import anyio
+
+    try:
+        stream.send_nowait(item)
+    except anyio.WouldBlock:
+        await stream.send(item)
 
 
 async def in_worker_thread(function: Callable[..., T], *args: Any) -> T:

@@ -31,13 +31,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Self
 
 import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
+from awf_mcp.concurrency import hand_over
 from awf_mcp.core.servers import ServerSpec, launch_key
 from awf_mcp.core.upstream import UpstreamFailure
 from awf_mcp.processes.childenv import child_environment
@@ -86,7 +87,6 @@ async def stdio_streams(
             raise UpstreamFailure(spec.redact(_could_not_start(spec, exc))) from None
     stdin, stdout, stderr, readers = await pipes(process)
     to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
-    session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](16)
     relay = _Relay(spec, transcript, to_session)
 
     async def pump_stdout() -> None:
@@ -105,10 +105,9 @@ async def stdio_streams(
 
     async with anyio.create_task_group() as group:
         group.start_soon(pump_stdout)
-        group.start_soon(_pump_stdin, from_session, stdin)
         group.start_soon(pump_stderr)
         try:
-            yield session_reads, session_writes
+            yield session_reads, LineSink(stdin)
         finally:
             with anyio.CancelScope(shield=True):
                 await stop_process(process, stdin)
@@ -157,10 +156,7 @@ class _Relay:
             self.transcript.fault = f"it printed a line that is not JSON-RPC on stdout: {shown!r}"
             log.warning("%s %s", self.prefix, self.transcript.fault)
             return
-        try:  # without a pass of the event loop while the session keeps up (16 messages wait at most)
-            self.to_session.send_nowait(SessionMessage(message))
-        except anyio.WouldBlock:
-            await self.to_session.send(SessionMessage(message))
+        await hand_over(self.to_session, SessionMessage(message))  # 16 wait at most
 
     def stderr_line(self, raw: bytes) -> None:
         line = self.spec.redact(raw[:STDERR_LINE_CHARS].decode("utf-8", "replace").rstrip())
@@ -173,14 +169,58 @@ def _wire(session_message: SessionMessage) -> bytes:
     return session_message.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
 
 
-async def _pump_stdin(from_session: Any, stdin: asyncio.StreamWriter) -> None:
-    async with from_session:
-        async for session_message in from_session:
-            try:
-                stdin.write(_wire(session_message))
-                await stdin.drain()
-            except (ConnectionError, OSError, RuntimeError):
-                return
+class LineSink:
+    """The SDK client session's write stream (its ``WriteStream`` protocol) on a server's input.
+
+    Each message is written as one JSON line by the task that sends it, in the order sent: no
+    memory stream and no pump task between, which cost every call two passes of the event
+    loop. ``send`` waits only while the pipe's buffer is over its high-water mark (a server that
+    does not read). Once a write fails (the server has gone) every ``send`` raises
+    :class:`anyio.BrokenResourceError`, as a stream whose reader has gone does; after
+    :meth:`aclose`, :class:`anyio.ClosedResourceError`.
+
+    ``opening``, when given, is called with the first line instead of writing it, and returns
+    the writer for the rest (``None`` when the connection could not be opened): the shared
+    server's hub is opened with the session's first message (:mod:`awf_mcp.wire.upstreamhub`).
+    """
+
+    def __init__(
+        self,
+        writer: asyncio.StreamWriter | None = None,
+        opening: Callable[[bytes], Awaitable[asyncio.StreamWriter | None]] | None = None,
+    ) -> None:
+        self._writer = writer
+        self._opening = opening
+        self._broken = False
+        self._closed = False
+
+    async def send(self, item: SessionMessage, /) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if self._broken:
+            raise anyio.BrokenResourceError
+        data = _wire(item)
+        if self._writer is None:
+            self._writer = await self._opening(data) if self._opening is not None else None
+            if self._writer is None:
+                self._broken = True
+                raise anyio.BrokenResourceError
+            return
+        try:
+            self._writer.write(data)
+            await self._writer.drain()
+        except (ConnectionError, OSError, RuntimeError):
+            self._broken = True
+            raise anyio.BrokenResourceError from None
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.aclose()
 
 
 @contextlib.asynccontextmanager
@@ -192,42 +232,36 @@ async def _hub_streams(
     with the session's first message, which is part of what is shared; closing it releases the
     process (the shared server stops it when no session holds it for ``[shared] idle_seconds``)."""
     to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
-    session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](16)
     relay = _Relay(spec, transcript, to_session)
     held: list[asyncio.StreamWriter] = []
 
-    async def run() -> None:
+    async def pump_out(reader: asyncio.StreamReader) -> None:
         try:
             async with to_session:
-                try:
-                    first = await from_session.receive()
-                except (anyio.EndOfStream, anyio.ClosedResourceError):
-                    return
-                data = _wire(first)
-                try:
-                    reader, writer = await upstreamhub.open_shared(launch, data, active_roots())
-                except OSError as exc:
-                    transcript.fault = spec.redact(f"the shared server could not run it: {exc}")
-                    log.warning("[%s] %s", spec.name, transcript.fault)
-                    return
-                held.append(writer)
-                writer.write(data)
-                async with anyio.create_task_group() as pumps:
-
-                    async def pump_out() -> None:
-                        await relay.pump(reader, notes=True)
-                        pumps.cancel_scope.cancel()
-
-                    pumps.start_soon(pump_out)
-                    pumps.start_soon(_pump_stdin, from_session, writer)
+                await relay.pump(reader, notes=True)
         finally:
             closed.set()
 
-    async with anyio.create_task_group() as group:
-        group.start_soon(run)
+    async def opening(first: bytes) -> asyncio.StreamWriter | None:
         try:
-            yield session_reads, session_writes
+            reader, writer = await upstreamhub.open_shared(launch, first, active_roots())
+        except OSError as exc:
+            transcript.fault = spec.redact(f"the shared server could not run it: {exc}")
+            log.warning("[%s] %s", spec.name, transcript.fault)
+            await to_session.aclose()  # the session's reader learns that the connection is gone
+            closed.set()
+            return None
+        held.append(writer)
+        writer.write(first)
+        group.start_soon(pump_out, reader)
+        return writer
+
+    async with anyio.create_task_group() as group:
+        try:
+            yield session_reads, LineSink(opening=opening)
         finally:
             for writer in held:
                 writer.close()
+            if not held:
+                closed.set()
             group.cancel_scope.cancel()

@@ -375,6 +375,16 @@ class FrameWriter:
             self._loop.add_writer(self._channel.fd, self._flush)
             self._watching = True
 
+    def has_room(self) -> bool:
+        """Whether the backlog is within ``max_backlog`` (or no longer bounded: input has ended)."""
+        return self._unbounded or self._backlog_bytes <= self._max_backlog
+
+    async def room(self) -> None:
+        """Wait while the backlog is over ``max_backlog``, until it is down to half, as :meth:`send`
+        does after queuing its frame."""
+        if not self.has_room():
+            await self._wait(self._max_backlog // 2)
+
     async def send(self, data: bytes) -> None:
         """Queue one frame, then wait while the backlog is over ``max_backlog`` (see the module docstring)."""
         self.write(data)

@@ -17,10 +17,11 @@ request counts from its arrival until its answer leaves, or until the client can
 reads the answers therefore holds at most that many answers in awf-mcp's memory, plus
 the writer's bounded backlog; once that backlog is full, stdin is no longer read.
 
-The output pump encodes each reply on its own (:func:`encode_reply`): a reply that cannot be
-encoded, or whose frame exceeds :data:`~awf_mcp.wire.framing.MAX_MESSAGE_BYTES`, is answered
-with a JSON-RPC error ``-32603`` for that request id (a notification is dropped and logged),
-and the server keeps serving. No frame over the limit ever leaves the server.
+The reply sink (:class:`ReplySink`) encodes each reply on its own (:func:`encode_reply`): a
+reply that cannot be encoded, or whose frame exceeds
+:data:`~awf_mcp.wire.framing.MAX_MESSAGE_BYTES`, is answered with a JSON-RPC error ``-32603``
+for that request id (a notification is dropped and logged), and the server keeps serving. No
+frame over the limit ever leaves the server.
 """
 
 from __future__ import annotations
@@ -28,13 +29,14 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Self
 
 import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
+from awf_mcp.concurrency import hand_over
 from awf_mcp.ports import visible_text
 from awf_mcp.wire.framing import MAX_MESSAGE_BYTES, Frame, FrameReader, FrameWriter, Oversized, StdioWire
 from awf_mcp.wire.mapping import too_large_message
@@ -139,6 +141,56 @@ def encode_reply(reply: Any) -> bytes | None:
     return frame if len(frame) <= MAX_MESSAGE_BYTES else None
 
 
+class ReplySink:
+    """The SDK server's write stream (its ``WriteStream`` protocol) on the agent's pipe.
+
+    Each message is encoded (:func:`encode_reply`) and queued on the :class:`FrameWriter` by the
+    task that sends it, in the order sent: no memory stream and no pump task between, which
+    cost every answer two passes of the event loop. While the writer's backlog is over its bound
+    (a client that does not read), senders wait their turn, in order, and each encodes its
+    message only when the backlog has room again: the answers nobody reads stay the SDK's
+    models of the requests in flight (:data:`REQUESTS_IN_FLIGHT_LIMIT`), never their frames.
+    ``answered`` is told of every message as it is queued (a request keeps its place among those
+    in flight until then). After :meth:`aclose` messages are dropped.
+    """
+
+    def __init__(self, writer: FrameWriter, answered: Callable[[Any], None]) -> None:
+        self._writer = writer
+        self._answered = answered
+        self._closed = False
+        self._turn = anyio.Lock()
+        self._queued = 0
+
+    async def send(self, item: SessionMessage, /) -> None:
+        if self._closed:
+            return
+        if not self._queued and self._writer.has_room():
+            self._write(item.message)
+            return
+        self._queued += 1
+        try:
+            async with self._turn:
+                await self._writer.room()
+                self._write(item.message)
+        finally:
+            self._queued -= 1
+
+    def _write(self, message: Any) -> None:
+        self._answered(message)  # only now: a request counts until its answer is queued to leave
+        data = encode_reply(message)
+        if data is not None:
+            self._writer.write(data)
+
+    async def aclose(self) -> None:
+        self._closed = True
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.aclose()
+
+
 async def serve_stdio(
     server: ServedServer, wire: StdioWire, frames: AsyncIterator[Frame | Oversized] | None = None
 ) -> None:
@@ -151,10 +203,17 @@ async def serve_stdio(
         frames = FrameReader(wire.read_fd, MAX_MESSAGE_BYTES).frames()
     writer = FrameWriter(wire.write_fd)
     to_session, session_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
-    session_writes, from_session = anyio.create_memory_object_stream[SessionMessage](16)
 
     in_flight: set[Any] = set()
     handling: Counter[Any] = Counter()  # requests per id, listen streams apart (they stay open)
+
+    def answered(reply: Any) -> None:
+        if isinstance(reply, types.JSONRPCResponse | types.JSONRPCError):
+            in_flight.discard(reply.id)
+            if handling[reply.id] > 1:
+                handling[reply.id] -= 1
+            else:
+                handling.pop(reply.id, None)
 
     async def pump_input() -> None:
         try:
@@ -194,36 +253,21 @@ async def serve_stdio(
                     if isinstance(cancelled, str | int):
                         in_flight.discard(cancelled)
                         handling.pop(cancelled, None)
-                await to_session.send(SessionMessage(message))
+                await hand_over(to_session, SessionMessage(message))  # 16 wait at most
             server.end_listen_streams()  # the one client left: its listen streams end now
             with anyio.move_on_after(EOF_GRACE_SECONDS):
                 while in_flight:
                     await anyio.sleep(0.005)
 
-    async def pump_output() -> None:
-        async with from_session:
-            async for session_message in from_session:
-                reply = session_message.message
-                if isinstance(reply, types.JSONRPCResponse | types.JSONRPCError):
-                    in_flight.discard(reply.id)
-                    if handling[reply.id] > 1:
-                        handling[reply.id] -= 1
-                    else:
-                        handling.pop(reply.id, None)
-                data = encode_reply(reply)
-                if data is not None:
-                    await writer.send(data)
-
     async def run_session() -> None:
         await server.sdk_server.run(
-            session_reads, session_writes, server.sdk_server.create_initialization_options()
+            session_reads, ReplySink(writer, answered), server.sdk_server.create_initialization_options()
         )
         input_scope.cancel()
 
     input_scope = anyio.CancelScope()
     try:
         async with anyio.create_task_group() as group:
-            group.start_soon(pump_output)
             group.start_soon(run_session)
             with input_scope:
                 await pump_input()

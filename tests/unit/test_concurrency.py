@@ -133,3 +133,33 @@ async def test_idle_workers_exit(monkeypatch: pytest.MonkeyPatch) -> None:
             await anyio.sleep(0.05)
     assert pool._idle == 0
     assert await in_worker_thread(lambda: "again") == "again"
+
+
+async def test_hand_over_does_not_yield_while_the_stream_has_room_and_waits_when_full() -> None:
+    """``hand_over`` lets no other task run while the stream has room (the control: anyio's
+    ``send`` does), and waits for room when it is full."""
+    send, receive = anyio.create_memory_object_stream[int](2)
+    ran: list[str] = []
+
+    async def other(name: str) -> None:
+        ran.append(name)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(other, "first")
+        await concurrency.hand_over(send, 1)
+        assert ran == []  # no pass of the loop: the other task has not run
+        await send.send(2)
+        assert ran == ["first"]  # the control: send yields
+        full = anyio.Event()
+
+        async def third() -> None:
+            await concurrency.hand_over(send, 3)
+            full.set()
+
+        group.start_soon(third)
+        await anyio.sleep(0.01)
+        assert not full.is_set()  # full: it waits
+        assert receive.receive_nowait() == 1
+        await anyio.sleep(0.01)
+        assert full.is_set()
+    assert [receive.receive_nowait() for _ in range(2)] == [2, 3]
