@@ -23,8 +23,8 @@ peer is another uid (``SO_PEERCRED``) is closed unanswered. A connection says wh
   directory of this server's (so that sessions' launches compare equal), removed when it exits.
 * ``status``: ``pid``, ``socket``, ``sessions``, ``upstreams`` (running upstream processes),
   ``shared_upstreams`` (hubs), ``version``, ``started`` (ISO 8601), ``idle_seconds`` and ``log``.
-* ``stop``: every session is told and stopped (SIGTERM, SIGKILL after :data:`STOP_GRACE`),
-  the answer sent, then this server exits.
+* ``stop``: every session is told, and ends itself after telling its shim why (SIGKILL after
+  :data:`STOP_GRACE` for one that does not), the answer sent, then this server exits.
 
 With no session left for ``[shared] idle_seconds`` (default :data:`IDLE_SECONDS`; the value
 the last session's config gave), the server exits and removes its socket. Forking is safe
