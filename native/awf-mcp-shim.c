@@ -334,6 +334,7 @@ static void pass_on(int signum) {
 /* Wait for the server's lines (`session PID`, `message TEXT`, `exit CODE`) until the session
  * ends; exit with its code. */
 static void wait_for_session(int sock) {
+    signal(SIGPIPE, SIG_IGN); /* an agent that closed our stderr must not end the session */
     struct sigaction action = {.sa_handler = pass_on};
     sigemptyset(&action.sa_mask);
     sigaction(SIGTERM, &action, NULL);
