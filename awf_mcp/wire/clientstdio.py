@@ -32,7 +32,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Self
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -46,7 +46,7 @@ from awf_mcp.processes.containment.policy import active_roots
 from awf_mcp.processes.upstreamprocess import claim, contained_launch, spawn
 from awf_mcp.wire import upstreamhub
 from awf_mcp.wire.clientsession import Transcript
-from awf_mcp.wire.framing import MAX_MESSAGE_BYTES
+from awf_mcp.wire.framing import MAX_MESSAGE_BYTES, Sink
 from awf_mcp.wire.processpipes import describe_exit, exited, lines, pipes, stderr_lines, stop_process
 
 log = logging.getLogger("awf_mcp.upstream")
@@ -169,7 +169,7 @@ def _wire(session_message: SessionMessage) -> bytes:
     return session_message.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
 
 
-class LineSink:
+class LineSink(Sink):
     """The SDK client session's write stream (its ``WriteStream`` protocol) on a server's input.
 
     Each message is written as one JSON line by the task that sends it, in the order sent: no
@@ -192,10 +192,9 @@ class LineSink:
         self._writer = writer
         self._opening = opening
         self._broken = False
-        self._closed = False
 
     async def send(self, item: SessionMessage, /) -> None:
-        if self._closed:
+        if self.closed:
             raise anyio.ClosedResourceError
         if self._broken:
             raise anyio.BrokenResourceError
@@ -212,15 +211,6 @@ class LineSink:
         except (ConnectionError, OSError, RuntimeError):
             self._broken = True
             raise anyio.BrokenResourceError from None
-
-    async def aclose(self) -> None:
-        self._closed = True
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *_exc: object) -> None:
-        await self.aclose()
 
 
 @contextlib.asynccontextmanager

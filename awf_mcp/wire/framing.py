@@ -24,7 +24,10 @@ Contract
   unwritten (so a reader that stops reading stops the sender, memory stays at
   ``max_backlog`` plus one frame) until :meth:`FrameWriter.stop_waiting`, which
   shutdown calls once input has ended; :meth:`FrameWriter.drain` waits (bounded)
-  for the backlog at shutdown.
+  for the backlog at shutdown. :meth:`FrameWriter.has_room` and
+  :meth:`FrameWriter.room` let a sender wait for room *before* it encodes a frame.
+* :class:`Sink` is the common part of the write streams handed to the SDK in place of
+  memory streams (closing, ``async with``), so that the sending task writes itself.
 
 Where the bytes move
 --------------------
@@ -56,7 +59,7 @@ import threading
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, Self
 
 import anyio
 import anyio.lowlevel
@@ -487,3 +490,20 @@ class FrameWriter:
             if waiting:
                 with contextlib.suppress(RuntimeError):  # the loop has closed
                     self._loop.call_soon_threadsafe(self._wake)
+
+
+class Sink:
+    """What the SDK's ``WriteStream`` protocol asks of a write stream besides ``send``: closing,
+    and use as an async context manager. A subclass writes in ``send``, and refuses or drops
+    what comes once :attr:`closed`."""
+
+    closed = False
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.aclose()

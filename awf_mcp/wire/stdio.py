@@ -30,7 +30,7 @@ import json
 import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Self
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -38,7 +38,15 @@ from mcp.shared.message import SessionMessage
 
 from awf_mcp.concurrency import hand_over
 from awf_mcp.ports import visible_text
-from awf_mcp.wire.framing import MAX_MESSAGE_BYTES, Frame, FrameReader, FrameWriter, Oversized, StdioWire
+from awf_mcp.wire.framing import (
+    MAX_MESSAGE_BYTES,
+    Frame,
+    FrameReader,
+    FrameWriter,
+    Oversized,
+    Sink,
+    StdioWire,
+)
 from awf_mcp.wire.mapping import too_large_message
 from awf_mcp.wire.served import ServedServer
 
@@ -141,7 +149,7 @@ def encode_reply(reply: Any) -> bytes | None:
     return frame if len(frame) <= MAX_MESSAGE_BYTES else None
 
 
-class ReplySink:
+class ReplySink(Sink):
     """The SDK server's write stream (its ``WriteStream`` protocol) on the agent's pipe.
 
     Each message is encoded (:func:`encode_reply`) and queued on the :class:`FrameWriter` by the
@@ -157,12 +165,11 @@ class ReplySink:
     def __init__(self, writer: FrameWriter, answered: Callable[[Any], None]) -> None:
         self._writer = writer
         self._answered = answered
-        self._closed = False
         self._turn = anyio.Lock()
         self._queued = 0
 
     async def send(self, item: SessionMessage, /) -> None:
-        if self._closed:
+        if self.closed:
             return
         if not self._queued and self._writer.has_room():
             self._write(item.message)
@@ -180,15 +187,6 @@ class ReplySink:
         data = encode_reply(message)
         if data is not None:
             self._writer.write(data)
-
-    async def aclose(self) -> None:
-        self._closed = True
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *_exc: object) -> None:
-        await self.aclose()
 
 
 async def serve_stdio(
