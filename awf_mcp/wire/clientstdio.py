@@ -120,6 +120,11 @@ def _could_not_start(spec: ServerSpec, exc: OSError) -> str:
     return f"could not start '{spec.command}': {exc.strerror}" if exc.strerror else str(exc)
 
 
+WRITE_BUFFER_BYTES = 64 * 1024
+"""How much of a server's input :class:`LineSink` leaves in the pipe's buffer before senders
+wait for it to drain (asyncio's own high-water mark)."""
+
+
 class _Relay:
     """What the server sends, to the SDK session: its messages, its stderr, its faults."""
 
@@ -174,14 +179,17 @@ class LineSink(Sink):
 
     Each message is written as one JSON line by the task that sends it, in the order sent: no
     memory stream and no pump task between, which cost every call two passes of the event
-    loop. ``send`` waits only while the pipe's buffer is over its high-water mark (a server that
-    does not read). Once a write fails (the server has gone) every ``send`` raises
-    :class:`anyio.BrokenResourceError`, as a stream whose reader has gone does; after
+    loop. While the pipe's buffer is over :data:`WRITE_BUFFER_BYTES` (a server that does not
+    read), senders wait their turn, in order, and each encodes its message only once the
+    buffer has drained: what waits for such a server is its callers' messages, never their
+    lines. Once a write fails or the connection is closing (the server has gone), every ``send``
+    raises :class:`anyio.BrokenResourceError`, as a stream whose reader has gone does; after
     :meth:`aclose`, :class:`anyio.ClosedResourceError`.
 
-    ``opening``, when given, is called with the first line instead of writing it, and returns
-    the writer for the rest (``None`` when the connection could not be opened): the shared
-    server's hub is opened with the session's first message (:mod:`awf_mcp.wire.upstreamhub`).
+    ``opening``, when given, is called (in turn) with the first line instead of writing it, and
+    returns the writer for the rest (``None`` when the connection could not be opened): the
+    shared server's hub is opened with the session's first message
+    (:mod:`awf_mcp.wire.upstreamhub`).
     """
 
     def __init__(
@@ -192,22 +200,47 @@ class LineSink(Sink):
         self._writer = writer
         self._opening = opening
         self._broken = False
+        self._turn = anyio.Lock()
+        self._queued = 0
 
     async def send(self, item: SessionMessage, /) -> None:
         if self.closed:
             raise anyio.ClosedResourceError
         if self._broken:
             raise anyio.BrokenResourceError
-        data = _wire(item)
-        if self._writer is None:
-            self._writer = await self._opening(data) if self._opening is not None else None
-            if self._writer is None:
-                self._broken = True
-                raise anyio.BrokenResourceError
+        writer = self._writer
+        if writer is not None and not self._queued and self._has_room(writer):
+            self._write(writer, item)
             return
+        self._queued += 1
         try:
-            self._writer.write(data)
-            await self._writer.drain()
+            async with self._turn:
+                if self._writer is None:
+                    await self._open(item)
+                    return
+                try:
+                    await self._writer.drain()
+                except (ConnectionError, OSError, RuntimeError):
+                    self._broken = True
+                self._write(self._writer, item)
+        finally:
+            self._queued -= 1
+
+    async def _open(self, item: SessionMessage) -> None:
+        self._writer = await self._opening(_wire(item)) if self._opening is not None else None
+        if self._writer is None:
+            self._broken = True
+            raise anyio.BrokenResourceError
+
+    def _has_room(self, writer: asyncio.StreamWriter) -> bool:
+        return writer.transport.get_write_buffer_size() <= WRITE_BUFFER_BYTES
+
+    def _write(self, writer: asyncio.StreamWriter, item: SessionMessage) -> None:
+        if self._broken or writer.is_closing():
+            self._broken = True
+            raise anyio.BrokenResourceError
+        try:
+            writer.write(_wire(item))
         except (ConnectionError, OSError, RuntimeError):
             self._broken = True
             raise anyio.BrokenResourceError from None
