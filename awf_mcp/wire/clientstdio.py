@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -197,11 +198,10 @@ class LineSink(Sink):
         writer: asyncio.StreamWriter | None = None,
         opening: Callable[[bytes], Awaitable[asyncio.StreamWriter | None]] | None = None,
     ) -> None:
+        super().__init__()
         self._writer = writer
         self._opening = opening
         self._broken = False
-        self._turn = anyio.Lock()
-        self._queued = 0
 
     async def send(self, item: SessionMessage, /) -> None:
         if self.closed:
@@ -209,22 +209,21 @@ class LineSink(Sink):
         if self._broken:
             raise anyio.BrokenResourceError
         writer = self._writer
-        if writer is not None and not self._queued and self._has_room(writer):
-            self._write(writer, item)
-            return
-        self._queued += 1
-        try:
-            async with self._turn:
-                if self._writer is None:
-                    await self._open(item)
-                    return
-                try:
-                    await self._writer.drain()
-                except (ConnectionError, OSError, RuntimeError):
-                    self._broken = True
-                self._write(self._writer, item)
-        finally:
-            self._queued -= 1
+
+        async def later() -> None:
+            if self._writer is None:
+                await self._open(item)
+                return
+            try:
+                await self._writer.drain()
+            except (ConnectionError, OSError, RuntimeError):
+                self._broken = True
+            self._write(self._writer, item)
+
+        now = None
+        if writer is not None and self._has_room(writer):
+            now = functools.partial(self._write, writer, item)
+        await self.in_order(now, later)
 
     async def _open(self, item: SessionMessage) -> None:
         self._writer = await self._opening(_wire(item)) if self._opening is not None else None

@@ -57,7 +57,7 @@ import stat
 import sys
 import threading
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO, Self
 
@@ -494,10 +494,28 @@ class FrameWriter:
 
 class Sink:
     """What the SDK's ``WriteStream`` protocol asks of a write stream besides ``send``: closing,
-    and use as an async context manager. A subclass writes in ``send``, and refuses or drops
-    what comes once :attr:`closed`."""
+    and use as an async context manager; and the order of writes for a subclass's ``send``
+    (:meth:`in_order`). A subclass refuses or drops what comes once :attr:`closed`."""
 
     closed = False
+
+    def __init__(self) -> None:
+        self._turn = anyio.Lock()
+        self._queued = 0
+
+    async def in_order(self, now: Callable[[], None] | None, later: Callable[[], Awaitable[None]]) -> None:
+        """``now()`` at once when given (there is room) and no sender waits: no pass of the event
+        loop. Otherwise ``later()``, which waits for room and then writes, in the turn of this
+        sender: one at a time, in the order they came."""
+        if now is not None and not self._queued:
+            now()
+            return
+        self._queued += 1
+        try:
+            async with self._turn:
+                await later()
+        finally:
+            self._queued -= 1
 
     async def aclose(self) -> None:
         self.closed = True

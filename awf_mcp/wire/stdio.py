@@ -26,6 +26,7 @@ frame over the limit ever leaves the server.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections import Counter
@@ -163,24 +164,20 @@ class ReplySink(Sink):
     """
 
     def __init__(self, writer: FrameWriter, answered: Callable[[Any], None]) -> None:
+        super().__init__()
         self._writer = writer
         self._answered = answered
-        self._turn = anyio.Lock()
-        self._queued = 0
 
     async def send(self, item: SessionMessage, /) -> None:
         if self.closed:
             return
-        if not self._queued and self._writer.has_room():
+
+        async def later() -> None:
+            await self._writer.room()
             self._write(item.message)
-            return
-        self._queued += 1
-        try:
-            async with self._turn:
-                await self._writer.room()
-                self._write(item.message)
-        finally:
-            self._queued -= 1
+
+        now = functools.partial(self._write, item.message) if self._writer.has_room() else None
+        await self.in_order(now, later)
 
     def _write(self, message: Any) -> None:
         self._answered(message)  # only now: a request counts until its answer is queued to leave
