@@ -74,6 +74,25 @@ def test_quick_relay_measures_direct_and_relayed_calls_in_one_run(tmp_path: Path
     [ratio_target] = [t for name, t in targets.items() if name.startswith("relay: relayed / direct calls/s")]
     assert ratio_target["verdict"] in {"PASS", "MISS"} and ratio_target["op"] == ">="
     assert "relay: added p50 <= 500 µs" in targets
+    floor = relay["sdk_floor_us"]  # the SDK's own share, measured in the same run
+    assert floor["server_dispatch_us"] > 0 and floor["client_call_us"] > 0
+    assert floor["relay_floor_us"] == floor["server_dispatch_us"] + floor["client_call_us"]
+    assert "added by awf-mcp beyond the SDK's floor" in done.stdout
+
+
+def test_session_floor_reports_each_forked_session_s_own_memory() -> None:
+    done = subprocess.run(
+        [sys.executable, str(RUN.with_name("session_floor.py")), "--sessions", "2", "--calls", "3"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    sessions = [line for line in done.stdout.splitlines() if line.startswith("session ")]
+    assert len(sessions) == 2
+    own = float(done.stdout.split("own memory, p50: ")[1].split()[0])
+    assert own > 1.0  # a forked SDK session writes megabytes of its parent's pages
 
 
 def test_unknown_section_is_refused(tmp_path: Path) -> None:
