@@ -610,7 +610,7 @@ def preload_later() -> None:
 
 def _import(modules: tuple[str, ...]) -> None:
     for module in modules:
-        with contextlib.suppress(ImportError):  # the session says so itself, where it matters
+        with contextlib.suppress(Exception):  # a session that needs it says why it fails itself
             importlib.import_module(module)
 
 
