@@ -34,7 +34,9 @@ Where the bytes move
 When a descriptor is a pipe or a socket (what an agent gives its server), the
 event loop reads and writes it itself, non-blocking: a request and its answer
 cross no thread. A read is made only when the consumer asks for the next frame,
-so read-ahead is what the pipe holds plus one chunk. Non-blocking mode is set
+so read-ahead is what the pipe holds plus one chunk. The descriptor stays registered
+with the loop from one wait to the next (:class:`_ReadWatch`), unless it becomes
+readable while nobody waits. Non-blocking mode is set
 only on descriptions nobody else holds: a pipe is reopened through
 ``/proc/self/fd`` (a new open file description of the same pipe, Linux), a
 socket is never switched at all (``MSG_DONTWAIT`` per call), and only where
@@ -197,14 +199,39 @@ def _widen_pipe(fd: int) -> None:
             fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
 
 
-async def _until_ready(watch: Callable[..., None], unwatch: Callable[[int], object], fd: int) -> None:
-    """Wait until the loop reports ``fd`` ready (``watch`` is ``loop.add_reader`` or ``add_writer``)."""
-    waiter = asyncio.get_running_loop().create_future()
-    watch(fd, _settle, waiter)
-    try:
-        await waiter
-    finally:
-        unwatch(fd)
+class _ReadWatch:
+    """Waits until the loop reports a descriptor readable, and stays registered with the loop
+    between waits: a request and the next cost no ``epoll_ctl`` each way. The loop's poll is
+    level-triggered, so readiness reported while nobody waits (the consumer is busy) unregisters
+    the descriptor, until the next wait registers it again: it never spins."""
+
+    def __init__(self, fd: int) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._fd = fd
+        self._waiter: asyncio.Future[None] | None = None
+        self._watching = False
+
+    async def ready(self) -> None:
+        waiter = self._waiter = self._loop.create_future()
+        if not self._watching:
+            self._loop.add_reader(self._fd, self._reported)
+            self._watching = True
+        try:
+            await waiter
+        finally:
+            self._waiter = None
+
+    def _reported(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+        else:
+            self.close()
+
+    def close(self) -> None:
+        """Unregister the descriptor (before it is closed)."""
+        if self._watching:
+            self._watching = False
+            self._loop.remove_reader(self._fd)
 
 
 def _settle(waiter: asyncio.Future[None]) -> None:
@@ -296,14 +323,14 @@ class FrameReader:
 
 async def _loop_chunks(channel: _Channel) -> AsyncGenerator[bytes, None]:
     """Chunks read by the event loop, one read per chunk the consumer asks for; closes ``channel``."""
-    loop = asyncio.get_running_loop()
+    watch = _ReadWatch(channel.fd)
     try:
         waited = True
         while True:
             try:
                 chunk = channel.read(_CHUNK_BYTES)
             except BlockingIOError:
-                await _until_ready(loop.add_reader, loop.remove_reader, channel.fd)
+                await watch.ready()
                 waited = True
                 continue
             except OSError:
@@ -315,6 +342,7 @@ async def _loop_chunks(channel: _Channel) -> AsyncGenerator[bytes, None]:
             waited = False
             yield chunk
     finally:
+        watch.close()
         channel.close()
 
 

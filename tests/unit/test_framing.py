@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import fcntl
@@ -12,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -204,6 +206,64 @@ async def test_a_pipe_is_read_on_the_event_loop_without_a_thread_or_a_shared_non
     with anyio.fail_after(10):
         assert [item async for item in frames] == [Frame(b"two")]
     assert os.get_blocking(read_fd)
+
+
+class CountingLoop:
+    """Counts the running loop's ``add_reader`` and ``remove_reader`` calls, and the readiness
+    callbacks they register."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.added = self.removed = self.reported = 0
+        loop = asyncio.get_running_loop()
+        add, remove = loop.add_reader, loop.remove_reader
+
+        def counted_add(fd: int, callback: Any, *args: Any) -> None:
+            def reported(*given: Any) -> None:
+                self.reported += 1
+                callback(*given)
+
+            self.added += 1
+            add(fd, reported, *args)
+
+        def counted_remove(fd: int) -> bool:
+            self.removed += 1
+            return remove(fd)
+
+        monkeypatch.setattr(loop, "add_reader", counted_add)
+        monkeypatch.setattr(loop, "remove_reader", counted_remove)
+
+
+async def test_the_read_watch_stays_registered_between_requests(
+    pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read_fd, write_fd = pipe
+    counts = CountingLoop(monkeypatch)
+    frames = FrameReader(read_fd).frames()
+    with anyio.fail_after(20):
+        for index in range(50):  # each request arrives while the reader waits for it
+            asyncio.get_running_loop().call_soon(os.write, write_fd, b"request %d\n" % index)
+            assert await frames.__anext__() == Frame(b"request %d" % index)
+        os.close(write_fd)
+        assert [item async for item in frames] == []
+    assert counts.added == 1  # not once a request
+    assert counts.removed == 1  # at the end, before the descriptor is closed
+
+
+async def test_the_read_watch_does_not_spin_while_the_consumer_is_busy(
+    pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read_fd, write_fd = pipe
+    counts = CountingLoop(monkeypatch)
+    frames = FrameReader(read_fd).frames()
+    with anyio.fail_after(20):
+        os.write(write_fd, b"first\n")
+        assert await frames.__anext__() == Frame(b"first")
+        os.write(write_fd, b"second\n")  # readable while nobody waits for a frame
+        await anyio.sleep(0.3)  # the poll is level-triggered: a watch left registered fires on every pass
+        assert counts.reported <= 2
+        assert await frames.__anext__() == Frame(b"second")
+        os.close(write_fd)
+        assert [item async for item in frames] == []
 
 
 async def test_stdin_in_odd_chunks_gives_the_same_frames(pipe: tuple[int, int]) -> None:
