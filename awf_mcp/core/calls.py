@@ -260,6 +260,8 @@ class ToolInvoker:
             return ToolResult.error(
                 f"invalid arguments for {tool.name}: expected an object, got {type(arguments).__name__}"
             )
+        if self._accepts_at_once(tool, arguments or {}):
+            return None  # the common case: no cancel scope, no thread
         with anyio.move_on_after(self.timeout_seconds):
             problem = await self._validate(tool, arguments or {})
             return ToolResult.error(f"invalid arguments for {tool.name}: {problem}") if problem else None
@@ -268,14 +270,22 @@ class ToolInvoker:
             f"{self.timeout_seconds:g} s; the call was not made"
         )
 
-    async def _validate(self, tool: RegisteredTool, arguments: Mapping[str, Any]) -> str | None:
+    def _cached_validator(self, tool: RegisteredTool) -> tuple[Any, Any, QuickCheck | None]:
         cached = self._validators.get(tool.name)
         if cached is None or cached[0] is not tool.definition:  # the registry may re-merge at runtime
             cached = (tool.definition, None, quick_check(tool.definition.input_schema))
             self._validators[tool.name] = cached
-        definition, validator, accepts = cached
-        if accepts is not None and accepts(arguments):
-            return None  # what the quick check accepts, jsonschema accepts too (see quickcheck)
+        return cached
+
+    def _accepts_at_once(self, tool: RegisteredTool, arguments: Mapping[str, Any]) -> bool:
+        """Whether the quick check accepts ``arguments``: what it accepts, jsonschema accepts too
+        (see :mod:`~awf_mcp.core.quickcheck`)."""
+        accepts = self._cached_validator(tool)[2]
+        return accepts is not None and bool(accepts(arguments))
+
+    async def _validate(self, tool: RegisteredTool, arguments: Mapping[str, Any]) -> str | None:
+        """jsonschema's first problem with ``arguments`` (the quick check did not accept them)."""
+        definition, validator, accepts = self._cached_validator(tool)
         if validator is None:  # built on first need: importing jsonschema takes a while
             from jsonschema import Draft202012Validator
 
