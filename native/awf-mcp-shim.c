@@ -10,7 +10,8 @@
  *   - it finds the shared server of that executable: the socket
  *     `$XDG_RUNTIME_DIR/awf-mcp/serve-IDENTITY.sock` (else `/tmp/awf-mcp-UID/...`, a 0700
  *     directory of the user's own), where IDENTITY is `shim.identity()` of the frozen binary:
- *     this version, and the executable's real path, modification time and size;
+ *     the executable's real path, modification time and size (not this shim's version: an entry
+ *     naming an earlier version's shim reaches the upgraded binary's own server);
  *   - it starts that server when none answers (`awf-mcp __awf_mcp_shared__ SOCKET`, in a
  *     session of its own, its temporary files beside its socket, its stderr in the log there);
  *   - it hands the server the session: a hello (command line, working directory, environment)
@@ -22,8 +23,8 @@
  * terminal on stdin, --help) or cannot be used, it runs the executable itself:
  * `awf-mcp serve ARGS` in-process, after saying why on stderr when something failed.
  *
- * AWF_MCP_VERSION is given when this is built (scripts/build-binary.sh), and the executable
- * carries the shim of its own version (`awf-mcp daemon shim` installs it).
+ * The executable carries this shim, built by scripts/build-binary.sh; `awf-mcp daemon shim`
+ * installs it as awf-mcp-shim-VERSION.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -43,10 +44,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-#ifndef AWF_MCP_VERSION
-#error "build with -DAWF_MCP_VERSION='\"X.Y.Z\"' (scripts/build-binary.sh does)"
-#endif
 
 #define ENTRY "__awf_mcp_shared__"
 #define START_SECONDS 60.0
@@ -125,21 +122,20 @@ static uint32_t adler32_of_reversed(const unsigned char *data, size_t size) {
     return (b << 16) | a;
 }
 
-/* `shim.identity()` of the frozen executable at `real`: VERSION-CRC32ADLER32 of
- * "VERSION\0PATH\0MTIME_NS\0SIZE" (the Adler-32 of those bytes reversed). */
+/* `shim.identity()` of the frozen executable at `real`: binary-CRC32ADLER32 of
+ * "PATH\0MTIME_NS\0SIZE" (the Adler-32 of those bytes reversed). Not this shim's version: a
+ * client entry naming an earlier version's shim reaches the upgraded binary's own server. */
 static int identity(const char *real, char *out, size_t size) {
     struct stat info;
     if (stat(real, &info) != 0)
         return -1;
     long long mtime_ns = (long long)info.st_mtim.tv_sec * 1000000000LL + info.st_mtim.tv_nsec;
     char data[PATH_MAX + 128];
-    int length = snprintf(data, sizeof data, "%s%c%s%c%lld%c%lld", AWF_MCP_VERSION, 0, real, 0, mtime_ns, 0,
-                          (long long)info.st_size);
+    int length = snprintf(data, sizeof data, "%s%c%lld%c%lld", real, 0, mtime_ns, 0, (long long)info.st_size);
     if (length < 0 || (size_t)length >= sizeof data)
         return -1;
     const unsigned char *bytes = (const unsigned char *)data;
-    snprintf(out, size, "%s-%08x%08x", AWF_MCP_VERSION, crc32_of(bytes, (size_t)length),
-             adler32_of_reversed(bytes, (size_t)length));
+    snprintf(out, size, "binary-%08x%08x", crc32_of(bytes, (size_t)length), adler32_of_reversed(bytes, (size_t)length));
     return 0;
 }
 

@@ -78,9 +78,7 @@ if [ "$(uname -s)" = Linux ] && [ "${AWF_MCP_SHIM:-1}" != "0" ]; then
   }
   mkdir -p "$work"
   case "$work" in /*) shim="$work/awf-mcp-shim" ;; *) shim="$PWD/$work/awf-mcp-shim" ;; esac
-  version_text=$(sed -n 's/^__version__ = "\(.*\)"$/\1/p' awf_mcp/__init__.py)
-  "$compiler" -std=c11 -O2 -Wall -Wextra -Werror -static -s \
-    -DAWF_MCP_VERSION="\"$version_text\"" -o "$shim" native/awf-mcp-shim.c
+  "$compiler" -std=c11 -O2 -Wall -Wextra -Werror -static -s -o "$shim" native/awf-mcp-shim.c
   echo "build-binary: built the start-up shim $shim ($(du -h "$shim" | cut -f1))"
 fi
 export AWF_MCP_SHIM_FILE="$shim"  # build.spec bundles it

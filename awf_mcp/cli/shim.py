@@ -78,8 +78,13 @@ def wanted(args: list[str], environ: dict[str, str] | os._Environ[str] | None = 
 
 
 def identity() -> str:
-    """What a shared server must share with a shim: this version, and the code and interpreter it
-    runs (the frozen binary's own file, or this interpreter and this package's directory)."""
+    """What a shared server must share with a shim: the code and interpreter it runs.
+
+    For the frozen binary, its own file (path, modification time, size), and nothing else: the
+    binary's start-up shim computes the same (``native/awf-mcp-shim.c``), whatever version it was
+    built with, so that a client entry naming an earlier version's shim, after an in-place
+    upgrade, reaches the server the binary's ``daemon status`` and ``stop`` find. Otherwise this
+    version, this interpreter and this package's directory and sources."""
     import zlib  # not hashlib, whose OpenSSL costs a shim milliseconds: this is no secret
 
     from awf_mcp import __version__
@@ -89,13 +94,13 @@ def identity() -> str:
 
         executable = os.path.realpath(launched_executable())
         info = os.stat(executable)
-        parts = [__version__, executable, str(info.st_mtime_ns), str(info.st_size)]
+        prefix, parts = "binary", [executable, str(info.st_mtime_ns), str(info.st_size)]
     else:
         package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         parts = [__version__, os.path.realpath(sys.executable), package, os.environ.get("PYTHONPATH", "")]
-        parts += _sources(package)  # a checkout edited in place is another code
+        prefix, parts = __version__, parts + _sources(package)  # a checkout edited in place is another code
     data = "\0".join(parts).encode("utf-8", "surrogateescape")
-    return f"{__version__}-{zlib.crc32(data):08x}{zlib.adler32(data[::-1]):08x}"
+    return f"{prefix}-{zlib.crc32(data):08x}{zlib.adler32(data[::-1]):08x}"
 
 
 def _sources(directory: str) -> list[str]:

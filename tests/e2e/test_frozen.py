@@ -159,6 +159,52 @@ def test_the_start_up_shim_hands_sessions_to_the_binarys_shared_server(
         shutil.rmtree(runtime, ignore_errors=True)
 
 
+def test_a_shim_of_an_earlier_version_reaches_the_binarys_own_server(
+    home: dict[str, str], tmp_path: Path
+) -> None:
+    """After an upgrade in place, client entries still name the earlier version's shim. Its
+    sessions must reach the server the binary's ``daemon status`` (and ``stop``) find: the shim
+    names the server by the binary's file, not by the version it was built with. The earlier
+    shim is built here from the same source with another version given to the compiler, as
+    the build script once baked it in."""
+    compiler = shutil.which(os.environ.get("CC", "cc"))
+    if compiler is None:
+        pytest.skip("no C compiler to build an earlier shim (the binary's build needs one too)")
+    earlier = tmp_path / "awf-mcp-shim-0.0.9"
+    source = REPO / "native" / "awf-mcp-shim.c"
+    subprocess.run(
+        [
+            compiler,
+            "-std=c11",
+            "-O2",
+            "-static",
+            "-s",
+            '-DAWF_MCP_VERSION="0.0.9"',
+            "-o",
+            str(earlier),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    runtime = Path(tempfile.mkdtemp(prefix="awf-run-", dir="/tmp"))  # a socket path is short
+    env = {key: value for key, value in home.items() if key != "AWF_MCP_SHARED"}
+    env["XDG_RUNTIME_DIR"] = str(runtime)
+    try:
+        command = [str(earlier), str(Path(BINARY).absolute()), "serve", "--root", str(tmp_path)]
+        process = start_raw(env, tmp_path, command)
+        assert os.readlink(f"/proc/{process.pid}/exe") == str(earlier)  # the shim, not the binary
+        answer = json.loads(run("daemon", "status", "--json", env=env).stdout)
+        assert answer["running"] and answer["sessions"] == 1, answer
+        assert process.stdin is not None
+        process.stdin.close()
+        assert process.wait(timeout=30) == 0, process.stderr.read() if process.stderr else ""
+    finally:
+        run("daemon", "stop", env=env)
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
 def test_the_binary_bundles_metadata_for_what_it_bundles(home: dict[str, str]) -> None:
     done = run("plugins", "list", "--json", env=home)
     assert done.returncode == 0, done.stderr
