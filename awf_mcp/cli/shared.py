@@ -128,7 +128,8 @@ class Session:
     lifeline: int
     """The write end of the session's lifeline pipe: closed, or written ``s`` (stopped), it ends."""
     reports: int
-    """The read end of the pipe the session reports its ``[shared]`` settings on."""
+    """The read end of the pipe the session reports its ``[shared]`` settings on; ``-1`` once the
+    session has closed its end (it reports once, at its start)."""
 
 
 class SharedServer:
@@ -163,7 +164,8 @@ class SharedServer:
                 if remaining <= 0:
                     self.exit(0)
                 timeout = remaining
-            watched: list[Any] = [self.listener, wakeup_read, *(s.reports for s in self.sessions.values())]
+            reports = [session.reports for session in self.sessions.values() if session.reports >= 0]
+            watched: list[Any] = [self.listener, wakeup_read, *reports]
             try:
                 readable, _, _ = select.select(watched, [], [], timeout)
             except InterruptedError:
@@ -172,7 +174,7 @@ class SharedServer:
                 with contextlib.suppress(BlockingIOError):
                     os.read(wakeup_read, 4096)
             for session in list(self.sessions.values()):
-                if session.reports in readable:
+                if session.reports >= 0 and session.reports in readable:
                     self.read_report(session)
             if self.listener in readable:
                 self.accept()
@@ -239,7 +241,8 @@ class SharedServer:
         self.listener.close()
         for session in self.sessions.values():
             os.close(session.lifeline)
-            os.close(session.reports)
+            if session.reports >= 0:
+                os.close(session.reports)
         for hub in self.hubs.values():
             os.close(hub.lifeline)
 
@@ -286,10 +289,16 @@ class SharedServer:
         return {"socket": path}
 
     def read_report(self, session: Session) -> None:
+        """Take what ``session`` reported; at the end of its reports, stop watching them (a pipe
+        at its end is always readable: watched still, it would keep this loop spinning)."""
         try:
             data = os.read(session.reports, 65536)
         except OSError:
             data = b""
+        if not data:
+            os.close(session.reports)
+            session.reports = -1
+            return
         for line in data.splitlines():
             with contextlib.suppress(ValueError):
                 report = json.loads(line)
@@ -308,7 +317,8 @@ class SharedServer:
             session = self.sessions.pop(pid, None)
             if session is not None:
                 os.close(session.lifeline)
-                os.close(session.reports)
+                if session.reports >= 0:
+                    os.close(session.reports)
             for key, hub in list(self.hubs.items()):
                 if hub.pid == pid:
                     os.close(hub.lifeline)

@@ -272,6 +272,33 @@ def test_daemon_stop_ends_the_sessions_cleanly(shared: Shared, tmp_path: Path) -
     assert shared.status()["running"] is False
 
 
+def cpu_seconds(pid: int) -> float:
+    """The user and system CPU time ``pid`` has used so far."""
+    with open(f"/proc/{pid}/stat", "rb") as stat:
+        fields = stat.read().rsplit(b")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_the_server_sleeps_while_its_sessions_live(shared: Shared, tmp_path: Path) -> None:
+    """A session reports its settings once and closes that pipe; the server then has nothing to
+    do until the next connection. It used to keep watching the closed pipe (always readable)
+    and spun a core for as long as any session lived."""
+    sessions = [raw_shim(shared, tmp_path) for _ in range(2)]
+    try:
+        for process in sessions:
+            initialize(process)
+        server = shared.status()["pid"]
+        time.sleep(0.5)  # what the sessions' starts asked of it is done
+        before = cpu_seconds(server)
+        time.sleep(2.0)
+        used = cpu_seconds(server) - before
+        assert used < 0.5, f"the shared server used {used:.2f} s of CPU in 2 s with nothing to do"
+    finally:
+        for process in sessions:
+            process.stdin.close()  # type: ignore[union-attr]
+            process.wait(timeout=WAIT_SECONDS)
+
+
 def test_with_no_session_left_the_server_exits_after_idle_seconds(shared: Shared, tmp_path: Path) -> None:
     config = tmp_path / "awf-mcp.toml"  # the user's own: named, outside the project
     config.write_text("[shared]\nidle_seconds = 1\n")
