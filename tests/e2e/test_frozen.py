@@ -124,43 +124,49 @@ def test_client_configuration_names_the_binary_itself_not_an_unpacked_copy(
     assert "staticx-" not in done.stdout and "_MEI" not in done.stdout
 
 
+@pytest.fixture
+def shared_home(home: dict[str, str]) -> Iterator[tuple[dict[str, str], Path]]:
+    """``home`` with the shared server on (these tests serve in-process by default) and a runtime
+    directory of its own, whose server is stopped afterwards."""
+    runtime = Path(tempfile.mkdtemp(prefix="awf-run-", dir="/tmp"))  # a socket path is short
+    env = {key: value for key, value in home.items() if key != "AWF_MCP_SHARED"}
+    env["XDG_RUNTIME_DIR"] = str(runtime)
+    yield env, runtime
+    run("daemon", "stop", env=env)
+    shutil.rmtree(runtime, ignore_errors=True)
+
+
 def test_the_start_up_shim_hands_sessions_to_the_binarys_shared_server(
-    home: dict[str, str], tmp_path: Path
+    shared_home: tuple[dict[str, str], Path], tmp_path: Path
 ) -> None:
     """``daemon shim`` installs the shim once (a second call leaves the same file) and prints the
     command a client runs. A session started with it is served by the binary's shared server,
     the one the binary's ``daemon status`` finds, while the shim process stays the small static
     program it is: it never runs the binary, whose bundle it would have to unpack."""
-    runtime = Path(tempfile.mkdtemp(prefix="awf-run-", dir="/tmp"))  # a socket path is short
-    env = {key: value for key, value in home.items() if key != "AWF_MCP_SHARED"}
-    env["XDG_RUNTIME_DIR"] = str(runtime)
-    try:
-        first, second = run("daemon", "shim", env=env), run("daemon", "shim", env=env)
-        assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
-        command = shlex.split(first.stdout)
-        assert shlex.split(second.stdout) == command
-        shim = Path(command[0])
-        assert command[1:] == [str(Path(BINARY).absolute()), "serve"]
-        assert shim.parent == Path(os.environ["XDG_STATE_HOME"]) / "awf-mcp" / "bin"
-        assert shim.stat().st_size < 2 * 1024 * 1024 and os.access(shim, os.X_OK)
-        replies: list[Any] = []
-        process = start_raw(env, tmp_path, [*command, "--root", str(tmp_path)], replies)
-        assert {tool["name"] for tool in replies[1]["result"]["tools"]} >= set(BUILTINS)
-        assert os.readlink(f"/proc/{process.pid}/exe") == str(shim.resolve())
-        status = run("daemon", "status", "--json", env=env)
-        answer = json.loads(status.stdout)
-        assert answer["running"] and answer["sessions"] == 1, answer
-        assert answer["socket"].startswith(str(runtime)), answer
-        assert process.stdin is not None
-        process.stdin.close()
-        assert process.wait(timeout=30) == 0, process.stderr.read() if process.stderr else ""
-    finally:
-        run("daemon", "stop", env=env)
-        shutil.rmtree(runtime, ignore_errors=True)
+    env, runtime = shared_home
+    first, second = run("daemon", "shim", env=env), run("daemon", "shim", env=env)
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    command = shlex.split(first.stdout)
+    assert shlex.split(second.stdout) == command
+    shim = Path(command[0])
+    assert command[1:] == [str(Path(BINARY).absolute()), "serve"]
+    assert shim.parent == Path(os.environ["XDG_STATE_HOME"]) / "awf-mcp" / "bin"
+    assert shim.stat().st_size < 2 * 1024 * 1024 and os.access(shim, os.X_OK)
+    replies: list[Any] = []
+    process = start_raw(env, tmp_path, [*command, "--root", str(tmp_path)], replies)
+    assert {tool["name"] for tool in replies[1]["result"]["tools"]} >= set(BUILTINS)
+    assert os.readlink(f"/proc/{process.pid}/exe") == str(shim.resolve())
+    status = run("daemon", "status", "--json", env=env)
+    answer = json.loads(status.stdout)
+    assert answer["running"] and answer["sessions"] == 1, answer
+    assert answer["socket"].startswith(str(runtime)), answer
+    assert process.stdin is not None
+    process.stdin.close()
+    assert process.wait(timeout=30) == 0, process.stderr.read() if process.stderr else ""
 
 
 def test_a_shim_of_an_earlier_version_reaches_the_binarys_own_server(
-    home: dict[str, str], tmp_path: Path
+    shared_home: tuple[dict[str, str], Path], tmp_path: Path
 ) -> None:
     """After an upgrade in place, client entries still name the earlier version's shim. Its
     sessions must reach the server the binary's ``daemon status`` (and ``stop``) find: the shim
@@ -188,21 +194,15 @@ def test_a_shim_of_an_earlier_version_reaches_the_binarys_own_server(
         capture_output=True,
         timeout=120,
     )
-    runtime = Path(tempfile.mkdtemp(prefix="awf-run-", dir="/tmp"))  # a socket path is short
-    env = {key: value for key, value in home.items() if key != "AWF_MCP_SHARED"}
-    env["XDG_RUNTIME_DIR"] = str(runtime)
-    try:
-        command = [str(earlier), str(Path(BINARY).absolute()), "serve", "--root", str(tmp_path)]
-        process = start_raw(env, tmp_path, command)
-        assert os.readlink(f"/proc/{process.pid}/exe") == str(earlier)  # the shim, not the binary
-        answer = json.loads(run("daemon", "status", "--json", env=env).stdout)
-        assert answer["running"] and answer["sessions"] == 1, answer
-        assert process.stdin is not None
-        process.stdin.close()
-        assert process.wait(timeout=30) == 0, process.stderr.read() if process.stderr else ""
-    finally:
-        run("daemon", "stop", env=env)
-        shutil.rmtree(runtime, ignore_errors=True)
+    env, _ = shared_home
+    command = [str(earlier), str(Path(BINARY).absolute()), "serve", "--root", str(tmp_path)]
+    process = start_raw(env, tmp_path, command)
+    assert os.readlink(f"/proc/{process.pid}/exe") == str(earlier)  # the shim, not the binary
+    answer = json.loads(run("daemon", "status", "--json", env=env).stdout)
+    assert answer["running"] and answer["sessions"] == 1, answer
+    assert process.stdin is not None
+    process.stdin.close()
+    assert process.wait(timeout=30) == 0, process.stderr.read() if process.stderr else ""
 
 
 def test_the_binary_bundles_metadata_for_what_it_bundles(home: dict[str, str]) -> None:

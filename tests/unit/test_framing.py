@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -233,12 +233,18 @@ class CountingLoop:
         monkeypatch.setattr(loop, "remove_reader", counted_remove)
 
 
+def counted_reader(
+    pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> tuple[int, CountingLoop, AsyncIterator[Frame | Oversized]]:
+    """The pipe's write end, the loop's counts, and the frames of its read end."""
+    read_fd, write_fd = pipe
+    return write_fd, CountingLoop(monkeypatch), FrameReader(read_fd).frames()
+
+
 async def test_the_read_watch_stays_registered_between_requests(
     pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    read_fd, write_fd = pipe
-    counts = CountingLoop(monkeypatch)
-    frames = FrameReader(read_fd).frames()
+    write_fd, counts, frames = counted_reader(pipe, monkeypatch)
     with anyio.fail_after(20):
         for index in range(50):  # each request arrives while the reader waits for it
             asyncio.get_running_loop().call_soon(os.write, write_fd, b"request %d\n" % index)
@@ -252,9 +258,7 @@ async def test_the_read_watch_stays_registered_between_requests(
 async def test_the_read_watch_does_not_spin_while_the_consumer_is_busy(
     pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    read_fd, write_fd = pipe
-    counts = CountingLoop(monkeypatch)
-    frames = FrameReader(read_fd).frames()
+    write_fd, counts, frames = counted_reader(pipe, monkeypatch)
     with anyio.fail_after(20):
         os.write(write_fd, b"first\n")
         assert await frames.__anext__() == Frame(b"first")
